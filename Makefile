@@ -1,0 +1,31 @@
+# Cairn build, test and run targets. See README.md.
+GO        ?= go
+BIN       := bin/cairn
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+# Packages whose tests run in `make test`. Whole-cluster harnesses in test/
+# build bin/cairn first.
+TEST_PKGS ?= ./...
+TEST_FLAGS ?= -timeout 25m
+
+.PHONY: all build test run bench vet clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cairn
+
+vet:
+	$(GO) vet ./...
+
+test: build
+	CAIRN_BIN=$(CURDIR)/$(BIN) $(GO) test $(TEST_FLAGS) $(TEST_PKGS)
+
+run: build
+	./hack/run-local.sh
+
+bench: build
+	$(GO) run ./test/benchcompare
+
+clean:
+	rm -rf bin .run

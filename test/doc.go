@@ -1,0 +1,3 @@
+// Package test holds whole-cluster harnesses: end-to-end, chaos and benchmark
+// drivers that start real cairn processes.
+package test
