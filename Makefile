@@ -25,7 +25,7 @@ run: build
 	./hack/run-local.sh
 
 bench: build
-	$(GO) run ./test/benchcompare
+	$(GO) run ./test/benchcompare $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin .run

@@ -27,6 +27,11 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
 	root.AddCommand(
 		newVersionCmd(),
+		newPKICmd(),
+		newServerCmd(),
+		newSnapshotCmd(),
+		newEtcdctlCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

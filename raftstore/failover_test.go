@@ -1,0 +1,446 @@
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cairn/internal/pki"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+func TestLeaseExpiresAndSurvivesLeaderFailover(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	cli := c.client()
+
+	short, err := cli.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "lease/short", "x", clientv3.WithLease(short.ID)); err != nil {
+		t.Fatal(err)
+	}
+	long, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Put(ctx, "lease/long", "y", clientv3.WithLease(long.ID))
+	ttl, err := cli.TimeToLive(ctx, long.ID, clientv3.WithAttachedKeys())
+	if err != nil || ttl.GrantedTTL != 30 || len(ttl.Keys) != 1 || ttl.TTL <= 0 {
+		t.Fatalf("TimeToLive: %+v %v", ttl, err)
+	}
+	if ka, err := cli.KeepAliveOnce(ctx, long.ID); err != nil || ka.TTL != 30 {
+		t.Fatalf("keepalive: %+v %v", ka, err)
+	}
+	leases, err := cli.Leases(ctx)
+	if err != nil || len(leases.Leases) != 2 {
+		t.Fatalf("Leases: %+v %v", leases, err)
+	}
+
+	// The short lease expires on its own and takes its key.
+	waitFor(t, func() bool {
+		g, err := cli.Get(ctx, "lease/short")
+		return err == nil && len(g.Kvs) == 0
+	})
+
+	// Kill the leader: the long lease must survive with a refreshed TTL.
+	old := c.waitLeader()
+	c.stop(old)
+	rest := []int{(old + 1) % 3, (old + 2) % 3}
+	c.waitLeader()
+	cli2 := c.client(rest...)
+	ttl, err = cli2.TimeToLive(ctx, long.ID)
+	if err != nil || ttl.TTL < 20 {
+		t.Fatalf("lease after failover: %+v %v", ttl, err)
+	}
+	g, err := cli2.Get(ctx, "lease/long")
+	if err != nil || len(g.Kvs) != 1 {
+		t.Fatalf("leased key lost in failover: %v %v", g, err)
+	}
+	if _, err := cli2.Revoke(ctx, long.ID); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = cli2.Get(ctx, "lease/long")
+	if len(g.Kvs) != 0 {
+		t.Fatal("revoke left the key")
+	}
+	if _, err := cli2.Revoke(ctx, long.ID); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		t.Fatalf("second revoke: %v", err)
+	}
+}
+
+func TestLeaderKillLosesNoAckedWrite(t *testing.T) {
+	c := newTestCluster(t, 3)
+	cli := c.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var acked sync.Map
+	var n atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("kill/%d/%d", w, i)
+				wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+				if _, err := cli.Put(wctx, key, key); err == nil {
+					acked.Store(key, true)
+					n.Add(1)
+				}
+				wcancel()
+			}
+		}(w)
+	}
+	waitFor(t, func() bool { return n.Load() > 200 })
+	leader := c.waitLeader()
+	c.stop(leader)
+	c.waitLeader()
+	before := n.Load()
+	waitFor(t, func() bool { return n.Load() > before+200 })
+	close(stop)
+	wg.Wait()
+	c.restart(leader)
+
+	count := 0
+	acked.Range(func(k, _ any) bool {
+		g, err := cli.Get(ctx, k.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.Kvs) != 1 {
+			t.Errorf("acknowledged write %s lost after leader kill", k)
+		}
+		count++
+		return true
+	})
+	t.Logf("%d acknowledged writes verified", count)
+}
+
+func TestRestartKeepsDataAndIdentityChecks(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	cli := c.client()
+	for i := 0; i < 20; i++ {
+		cli.Put(ctx, fmt.Sprintf("restart/%d", i), "v")
+	}
+	// Stop every member, then start them all again.
+	for i := range c.servers {
+		c.stop(i)
+	}
+	for i := range c.servers {
+		go func(i int) { c.restart(i) }(i)
+	}
+	waitFor(t, func() bool {
+		for _, s := range c.servers {
+			if s == nil {
+				return false
+			}
+		}
+		return true
+	})
+	c.waitLeader()
+	g, err := c.client().Get(ctx, "restart/", clientv3.WithPrefix())
+	if err != nil || len(g.Kvs) != 20 {
+		t.Fatalf("after full restart: %v keys, err %v", len(g.Kvs), err)
+	}
+
+	t.Run("WrongNameRefused", func(t *testing.T) {
+		cfg := c.cfgs[0]
+		cfg.Name = "other"
+		cfg.PeerListen, cfg.StoreListen = freeAddr(t), freeAddr(t)
+		cfg.AdvertisePeer, cfg.AdvertiseStore = "", ""
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), `belongs to member "s1"`) {
+			t.Fatalf("wrong --name: %v", err)
+		}
+	})
+	t.Run("OtherClusterRefused", func(t *testing.T) {
+		cfg := c.cfgs[0]
+		cfg.PeerListen, cfg.StoreListen = freeAddr(t), freeAddr(t)
+		cfg.InitialClusterToken = "another-cluster"
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), "belongs to cluster") {
+			t.Fatalf("data dir of another cluster: %v", err)
+		}
+	})
+	t.Run("OtherCARefused", func(t *testing.T) {
+		cfg := c.cfgs[0]
+		cfg.PeerListen, cfg.StoreListen = freeAddr(t), freeAddr(t)
+		cfg.CAFingerprint = "0123456789abcdef0123"
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), "another cluster CA") {
+			t.Fatalf("data dir under another CA: %v", err)
+		}
+	})
+}
+
+func TestClientFromAnotherCAIsRefused(t *testing.T) {
+	c := newTestCluster(t, 1)
+	other := filepath.Join(t.TempDir(), "other")
+	if err := pki.Init(other); err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := pki.ClientConfig(filepath.Join(c.pkiDir, "ca.crt"), filepath.Join(other, "admin.crt"), filepath.Join(other, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + c.stores[0]}, TLS: tlsCfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err == nil {
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err = cli.Put(ctx, "x", "y")
+	}
+	if err == nil {
+		t.Fatal("a client certificate from another CA was accepted")
+	}
+}
+
+func TestMembershipThreeFiveThreeUnderLoad(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cli := c.client()
+
+	var acked sync.Map
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("member/%d/%d", w, i)
+				if _, err := cli.Put(ctx, key, key); err == nil {
+					acked.Store(key, true)
+				}
+			}
+		}(w)
+	}
+
+	// Grow to five: s4 joins as a learner and is promoted, s5 as a voter.
+	var added []*Server
+	for i, learner := range []bool{true, false} {
+		name := fmt.Sprintf("s%d", 4+i)
+		cfg := c.memberConfig(name, freeAddr(t), freeAddr(t))
+		cfg.Join = "https://" + c.stores[0]
+		cfg.Learner = learner
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatalf("join %s: %v", name, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		added = append(added, s)
+		if learner {
+			waitFor(t, func() bool { return s.fsm.store.Rev() > 10 })
+			if _, err := cli.MemberPromote(ctx, s.MemberID()); err != nil {
+				t.Fatalf("promote: %v", err)
+			}
+		}
+	}
+	list, err := cli.MemberList(ctx)
+	if err != nil || len(list.Members) != 5 {
+		t.Fatalf("after growing: %v %v", list, err)
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			t.Fatalf("%s is still a learner", m.Name)
+		}
+	}
+	// Shrink back to three by removing the two original followers.
+	leader := c.waitLeader()
+	removed := 0
+	for i, s := range c.servers {
+		if i == leader || removed == 2 {
+			continue
+		}
+		if _, err := cli.MemberRemove(ctx, s.MemberID()); err != nil {
+			t.Fatalf("remove s%d: %v", i+1, err)
+		}
+		c.stop(i)
+		removed++
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	live := c.client(leader)
+	list, err = live.MemberList(ctx)
+	if err != nil || len(list.Members) != 3 {
+		t.Fatalf("after shrinking: %v %v", list, err)
+	}
+	count := 0
+	acked.Range(func(k, _ any) bool {
+		g, err := live.Get(ctx, k.(string))
+		if err != nil || len(g.Kvs) != 1 {
+			t.Errorf("acknowledged write %s lost during membership changes (%v)", k, err)
+		}
+		count++
+		return true
+	})
+	t.Logf("%d acknowledged writes verified", count)
+	// The joined members hold the same state.
+	put, _ := live.Put(ctx, "member/final", "x")
+	for _, s := range added {
+		waitFor(t, func() bool { return s.fsm.store.Rev() >= put.Header.Revision })
+		h1, _, _, _ := s.fsm.store.HashKV(put.Header.Revision)
+		h2, _, _, _ := c.servers[leader].fsm.store.HashKV(put.Header.Revision)
+		if h1 != h2 {
+			t.Fatal("joined member's state differs from the leader's")
+		}
+	}
+}
+
+func TestSnapshotSaveRestoreKeepsEveryKey(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	cli := c.client()
+	for i := 0; i < 100; i++ {
+		cli.Put(ctx, fmt.Sprintf("snap/%03d", i), strings.Repeat("v", i))
+	}
+	cli.Delete(ctx, "snap/050")
+	last, _ := cli.Put(ctx, "snap/last", "x")
+
+	file := filepath.Join(t.TempDir(), "backup.snap")
+	info, err := SaveSnapshot(ctx, cli, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Revision != last.Header.Revision || info.KeyCount != 100 {
+		t.Fatalf("snapshot info: %+v (want revision %d, 100 keys)", info, last.Header.Revision)
+	}
+	c.client(0).Get(ctx, "snap/last") // a linearizable read: s1 has applied everything
+	hk, err := cli.HashKV(ctx, "https://"+c.stores[0], info.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hk.Hash != info.Hash {
+		t.Fatalf("snapshot hash %d, live HashKV %d", info.Hash, hk.Hash)
+	}
+
+	t.Run("CorruptedFileRefused", func(t *testing.T) {
+		b, _ := os.ReadFile(file)
+		bad := filepath.Join(t.TempDir(), "bad.snap")
+		flipped := bytes.Clone(b)
+		flipped[len(flipped)/2] ^= 0xff
+		os.WriteFile(bad, flipped, 0o600)
+		if _, err := ReadSnapshotInfo(bad); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Fatalf("corrupted: %v", err)
+		}
+		os.WriteFile(bad, b[:len(b)-100], 0o600)
+		if _, err := ReadSnapshotInfo(bad); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Fatalf("truncated: %v", err)
+		}
+		dir := filepath.Join(t.TempDir(), "d")
+		err := RestoreSnapshot(RestoreConfig{SnapshotPath: bad, DataDir: dir, Name: "r1", InitialCluster: []Peer{{Name: "r1", Address: "127.0.0.1:1"}}})
+		if !errors.Is(err, ErrCorruptSnapshot) {
+			t.Fatalf("restore of a truncated file: %v", err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatal("failed restore left a data dir behind")
+		}
+	})
+
+	// Restore into a brand new 3-member cluster.
+	r := &testCluster{t: t, dir: t.TempDir(), ca: c.ca, pkiDir: c.pkiDir}
+	for i := 0; i < 3; i++ {
+		r.peers = append(r.peers, Peer{Name: fmt.Sprintf("r%d", i+1), Address: freeAddr(t)})
+		r.stores = append(r.stores, freeAddr(t))
+	}
+	for i := 0; i < 3; i++ {
+		cfg := r.memberConfig(r.peers[i].Name, r.peers[i].Address, r.stores[i])
+		cfg.InitialCluster = r.peers
+		cfg.InitialClusterToken = "restored"
+		if err := RestoreSnapshot(RestoreConfig{SnapshotPath: file, DataDir: cfg.DataDir, Name: cfg.Name,
+			InitialCluster: r.peers, InitialClusterToken: "restored", CAFingerprint: c.ca.Fingerprint()}); err != nil {
+			t.Fatal(err)
+		}
+		r.cfgs = append(r.cfgs, cfg)
+	}
+	r.servers = make([]*Server, 3)
+	for i := range r.cfgs {
+		s, err := New(r.cfgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.servers[i] = s
+	}
+	t.Cleanup(r.close)
+	r.waitLeader()
+	rcli := r.client()
+	for i := range r.servers {
+		r.client(i).Get(ctx, "snap/last")
+		h, err := rcli.HashKV(ctx, "https://"+r.stores[i], info.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Hash != info.Hash {
+			t.Fatalf("restored member r%d HashKV %d, snapshot %d", i+1, h.Hash, info.Hash)
+		}
+	}
+	put, err := rcli.Put(ctx, "snap/after", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if put.Header.Revision <= info.Revision {
+		t.Fatalf("revision after restore %d, want above snapshot revision %d", put.Header.Revision, info.Revision)
+	}
+}
+
+func TestQuotaRaisesNoSpaceAlarm(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.QuotaBytes = 64 * 1024 })
+	ctx := ctxT(t)
+	cli := c.client()
+	val := strings.Repeat("x", 8*1024)
+	var err error
+	for i := 0; i < 200 && err == nil; i++ {
+		_, err = cli.Put(ctx, fmt.Sprintf("quota/%d", i), val)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !errors.Is(err, rpctypes.ErrNoSpace) {
+		t.Fatalf("writes past the quota: %v, want ErrNoSpace", err)
+	}
+	if _, err := cli.Get(ctx, "quota/0"); err != nil {
+		t.Fatalf("reads must work under NOSPACE: %v", err)
+	}
+	alarms, err := cli.AlarmList(ctx)
+	if err != nil || len(alarms.Alarms) != 1 {
+		t.Fatalf("alarm list: %v %v", alarms, err)
+	}
+}
+
+func TestMoveLeader(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	leader := c.waitLeader()
+	target := (leader + 1) % 3
+	if _, err := c.client(target).MoveLeader(ctx, c.servers[target].MemberID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.servers[target].IsLeader() })
+}

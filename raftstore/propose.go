@@ -1,0 +1,316 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// grpcOverheadBytes is the slack above --max-request-bytes that gRPC lets
+// through, so that an oversized request reaches us and gets etcd's error
+// instead of a transport error.
+const grpcOverheadBytes = 512 * 1024
+
+// propose replicates a command and returns its apply result. On a
+// follower the command is forwarded to the leader; while there is no
+// leader it waits for one until the request timeout.
+func (s *Server) propose(ctx context.Context, t commandType, msg proto.Message) (proto.Message, error) {
+	data, err := encodeCommand(t, msg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { s.metrics.proposeLatency.Observe(time.Since(start).Seconds()) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, s.timeoutError(err)
+		}
+		changed := s.leaderSig.wait()
+		if s.raft.State() == raft.Leader {
+			resp, err, retry := s.applyLocal(ctx, data)
+			if !retry {
+				return resp, err
+			}
+		} else if addr, _ := s.raft.LeaderWithID(); addr != "" {
+			resp, err, retry := s.forwardPropose(ctx, string(addr), t, data)
+			if !retry {
+				return resp, err
+			}
+		}
+		// No usable leader right now: wait for the next leader change, but
+		// poll too, since a forwarding failure may precede the observation.
+		select {
+		case <-changed:
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, s.timeoutError(ctx.Err())
+		case <-s.ctx.Done():
+			return nil, ErrStopped
+		}
+	}
+}
+
+func (s *Server) timeoutError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		if addr, _ := s.raft.LeaderWithID(); addr == "" {
+			return ErrNoLeader
+		}
+	}
+	return err
+}
+
+// applyLocal applies data through this replica's Raft, which leads.
+// retry is true only when the entry was certainly not appended.
+func (s *Server) applyLocal(ctx context.Context, data []byte) (resp proto.Message, err error, retry bool) {
+	timeout := time.Until(deadlineOf(ctx, s.cfg.RequestTimeout))
+	f := s.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		s.metrics.proposalsFailed.Inc()
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
+			return nil, nil, true
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, errLeaderChanged, false
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, ErrStopped, false
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return nil, context.DeadlineExceeded, false
+		}
+		return nil, err, false
+	}
+	s.metrics.proposalsCommitted.Inc()
+	res, ok := f.Response().(*applyResult)
+	if !ok || res == nil {
+		return nil, fmt.Errorf("raftstore: no apply result"), false
+	}
+	return res.resp, res.err, false
+}
+
+var errLeaderChanged = status.Error(codes.Unavailable, "etcdserver: leader changed")
+
+func deadlineOf(ctx context.Context, def time.Duration) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(def)
+}
+
+// forwardPropose sends a command to the leader's peer port. retry is true
+// only when the leader certainly did not receive it (it was no longer the
+// leader, or the connection could not be made).
+func (s *Server) forwardPropose(ctx context.Context, leader string, t commandType, data []byte) (resp proto.Message, err error, retry bool) {
+	conn, err := s.peers.get(leader)
+	if err != nil {
+		return nil, nil, true
+	}
+	out := new(wrapperspb.BytesValue)
+	err = conn.Invoke(ctx, peerMethodPropose, wrapperspb.Bytes(data), out)
+	if err != nil {
+		if notSent(err) {
+			return nil, nil, true
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err(), false
+		}
+		return nil, err, false
+	}
+	resp, err = decodeResult(t, out.Value)
+	return resp, err, false
+}
+
+// notSent reports whether a peer RPC failed before the peer could act on it.
+func notSent(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	if st.Code() == codes.FailedPrecondition && st.Message() == errNotLeaderMsg {
+		return true
+	}
+	if st.Code() == codes.Unavailable {
+		m := st.Message()
+		return strings.Contains(m, "connection refused") || strings.Contains(m, "error while dialing") ||
+			strings.Contains(m, "Error while dialing") || strings.Contains(m, "no such host")
+	}
+	return false
+}
+
+const errNotLeaderMsg = "raftstore: not the leader"
+
+// encodeResult frames an apply result for a forwarding follower:
+// [0][response] or [1][error text].
+func encodeResult(resp proto.Message, err error) ([]byte, error) {
+	if err != nil {
+		return append([]byte{1}, err.Error()...), nil
+	}
+	if resp == nil {
+		return []byte{0}, nil
+	}
+	b, merr := proto.Marshal(resp)
+	if merr != nil {
+		return nil, merr
+	}
+	return append([]byte{0}, b...), nil
+}
+
+func decodeResult(t commandType, b []byte) (proto.Message, error) {
+	if len(b) == 0 {
+		return nil, errors.New("raftstore: empty forwarded result")
+	}
+	if b[0] == 1 {
+		return nil, errorFromText(string(b[1:]))
+	}
+	msg := responseMessage(t)
+	if err := proto.Unmarshal(b[1:], msg); err != nil {
+		return nil, fmt.Errorf("raftstore: decoding forwarded result: %w", err)
+	}
+	return msg, nil
+}
+
+// linearizableRead returns once this replica's state includes every write
+// committed before it was called.
+func (s *Server) linearizableRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	for {
+		changed := s.leaderSig.wait()
+		index, err := s.reads.get(ctx)
+		if err == nil {
+			return s.fsm.waiter.wait(ctx, index)
+		}
+		if ctx.Err() != nil {
+			return s.timeoutError(ctx.Err())
+		}
+		select {
+		case <-changed:
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return s.timeoutError(ctx.Err())
+		}
+	}
+}
+
+// leaderReadIndex obtains a read index for a batch of readers: on the
+// leader by confirming leadership with a quorum round, on a follower by
+// asking the leader.
+func (s *Server) leaderReadIndex(ctx context.Context) (uint64, error) {
+	if s.raft.State() == raft.Leader {
+		return s.localReadIndex()
+	}
+	addr, _ := s.raft.LeaderWithID()
+	if addr == "" {
+		return 0, ErrNoLeader
+	}
+	conn, err := s.peers.get(string(addr))
+	if err != nil {
+		return 0, err
+	}
+	out := new(wrapperspb.UInt64Value)
+	if err := conn.Invoke(ctx, peerMethodReadIndex, &wrapperspb.UInt64Value{}, out); err != nil {
+		return 0, err
+	}
+	return out.Value, nil
+}
+
+// localReadIndex is the read index on the leader: the commit index seen
+// before a quorum confirms this replica still leads.
+func (s *Server) localReadIndex() (uint64, error) {
+	if !s.ready.Load() {
+		return 0, errNotReady
+	}
+	index := s.raft.CommitIndex()
+	if err := s.raft.VerifyLeader().Error(); err != nil {
+		return 0, err
+	}
+	return index, nil
+}
+
+var errNotReady = status.Error(codes.FailedPrecondition, errNotLeaderMsg)
+
+// readIndexBatcher shares one read-index round among all readers that
+// arrive while the previous round is in flight, as etcd does.
+type readIndexBatcher struct {
+	fetch func(ctx context.Context) (uint64, error)
+
+	mu      sync.Mutex
+	pending []chan readIndexResult
+	running bool
+}
+
+type readIndexResult struct {
+	index uint64
+	err   error
+}
+
+func newReadIndexBatcher(fetch func(ctx context.Context) (uint64, error)) *readIndexBatcher {
+	return &readIndexBatcher{fetch: fetch}
+}
+
+func (b *readIndexBatcher) get(ctx context.Context) (uint64, error) {
+	ch := make(chan readIndexResult, 1)
+	b.mu.Lock()
+	b.pending = append(b.pending, ch)
+	if !b.running {
+		b.running = true
+		go b.run()
+	}
+	b.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (b *readIndexBatcher) run() {
+	for {
+		b.mu.Lock()
+		batch := b.pending
+		b.pending = nil
+		if len(batch) == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		index, err := b.fetch(ctx)
+		cancel()
+		for _, ch := range batch {
+			ch <- readIndexResult{index: index, err: err}
+		}
+	}
+}
+
+// signal is a broadcast that fires (closes its channel) on every event.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newSignal() *signal { return &signal{ch: make(chan struct{})} }
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}

@@ -1,0 +1,394 @@
+package raftstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cairn/raftstore/transport"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb"
+	raftwal "github.com/hashicorp/raft-wal"
+	"google.golang.org/grpc"
+)
+
+// Server is one store replica: a Raft member, its FSM and the gRPC
+// services that expose it.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	meta memberMeta
+
+	fsm       *fsm
+	raft      *raft.Raft
+	trans     *raft.NetworkTransport
+	mux       *transport.Mux
+	peerGRPC  *grpc.Server
+	storeGRPC *grpc.Server
+	storeLn   net.Listener
+	peers     *peerConns
+	closers   []io.Closer
+
+	metrics   *metrics
+	reads     *readIndexBatcher
+	lessor    *lessor
+	ready     atomic.Bool // this replica leads and has applied its leader barrier
+	leaderSig *signal     // fires on every leader change
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   sync.Once
+}
+
+// New validates cfg, opens or creates the data dir, starts Raft and serves
+// the store and peer ports. Call Close to stop.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	peerLn, err := net.Listen("tcp", cfg.PeerListen)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: listening for peers on %s: %w", cfg.PeerListen, err)
+	}
+	s.closers = append(s.closers, peerLn)
+	storeLn, err := net.Listen("tcp", cfg.StoreListen)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: listening for clients on %s: %w", cfg.StoreListen, err)
+	}
+	s.storeLn = storeLn
+	s.closers = append(s.closers, storeLn)
+
+	bootstrap, err := s.prepareDataDir()
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = newMetrics(cfg.Metrics)
+	s.fsm = newFSM(s.meta.ClusterID, s.log)
+	s.fsm.onApply = s.metrics.observeApply
+
+	s.mux = transport.NewMux(peerLn, cfg.TLS.peerServer(), s.log)
+	sourceIP := localSourceIP(cfg.AdvertisePeer)
+	advertise, err := net.ResolveTCPAddr("tcp", cfg.AdvertisePeer)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: --advertise-peer %q: %w", cfg.AdvertisePeer, err)
+	}
+	stream := transport.NewStreamLayer(s.mux.Raft(), advertise, cfg.TLS.peerClient(), sourceIP)
+	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 4,
+		Timeout: 2 * time.Second,
+		Logger:  raftLogger(cfg),
+	})
+	s.peers = newPeerConns(transport.GRPCDialer(cfg.TLS.peerClient(), sourceIP))
+	s.closers = append(s.closers, s.peers)
+
+	if err := s.startRaft(bootstrap); err != nil {
+		return nil, err
+	}
+	s.reads = newReadIndexBatcher(s.leaderReadIndex)
+	s.lessor = newLessor(s)
+
+	s.peerGRPC = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRequestBytes + grpcOverheadBytes))
+	s.registerPeerServices(s.peerGRPC)
+	s.storeGRPC = s.newStoreGRPC()
+
+	s.goRun("peer-mux", func() { _ = s.mux.Serve() })
+	s.goRun("peer-grpc", func() { _ = s.peerGRPC.Serve(s.mux.GRPC()) })
+	s.goRun("store-grpc", func() {
+		ln := transport.NewTLSListener(storeLn, grpcTLS(cfg.TLS.store()), s.log)
+		_ = s.storeGRPC.Serve(ln)
+	})
+	s.goRun("leadership", s.watchLeadership)
+	s.goRun("lessor", s.lessor.run)
+	s.goRun("publish", s.publishAttrs)
+	s.goRun("quota", s.watchQuota)
+	if cfg.ScheduledSnapshotInterval > 0 {
+		s.goRun("scheduled-snapshots", s.scheduledSnapshots)
+	}
+	s.log.Info("store replica started", "member_id", fmt.Sprintf("%016x", s.meta.MemberID),
+		"cluster_id", fmt.Sprintf("%016x", s.meta.ClusterID), "peer", cfg.AdvertisePeer, "store", cfg.AdvertiseStore,
+		"tls", cfg.TLS != nil, "log_store", cfg.LogStore)
+	ok = true
+	return s, nil
+}
+
+// goRun starts a named background loop that Close waits for.
+func (s *Server) goRun(name string, fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+		s.log.Debug("loop stopped", "loop", name)
+	}()
+}
+
+// prepareDataDir checks the data dir's identity, or creates one for a new
+// member. It reports whether Raft must bootstrap a new cluster.
+func (s *Server) prepareDataDir() (bootstrap bool, err error) {
+	cfg := s.cfg
+	meta, exists, err := readMeta(cfg.DataDir)
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		if meta.Name != cfg.Name {
+			return false, fmt.Errorf("raftstore: data dir %s belongs to member %q, not %q: pass --name %s, or give this member its own --data-dir",
+				cfg.DataDir, meta.Name, cfg.Name, meta.Name)
+		}
+		if meta.CAFingerprint != "" && cfg.CAFingerprint != "" && meta.CAFingerprint != cfg.CAFingerprint {
+			return false, fmt.Errorf("raftstore: data dir %s was created under another cluster CA (%s, --pki-dir has %s): use this cluster's --pki-dir, or a new empty --data-dir",
+				cfg.DataDir, short(meta.CAFingerprint), short(cfg.CAFingerprint))
+		}
+		if len(cfg.InitialCluster) > 0 && meta.Origin != originJoin {
+			want := clusterIDFor(cfg.InitialCluster, cfg.InitialClusterToken)
+			if want != meta.ClusterID {
+				return false, fmt.Errorf("raftstore: data dir %s belongs to cluster %016x, but --initial-cluster/--initial-cluster-token describe cluster %016x: start with the flags this data dir was created with, or use a new empty --data-dir to create a new cluster",
+					cfg.DataDir, meta.ClusterID, want)
+			}
+		}
+		s.meta = meta
+		s.log.Info("restarting with existing data dir", "data_dir", cfg.DataDir)
+		return false, nil
+	}
+	if dataDirInUse(cfg.DataDir) {
+		return false, fmt.Errorf("raftstore: data dir %s is not empty but has no %s: it is not a Cairn data dir; use an empty --data-dir", cfg.DataDir, metaFile)
+	}
+	switch {
+	case len(cfg.InitialCluster) > 0:
+		var self *Peer
+		for i := range cfg.InitialCluster {
+			if cfg.InitialCluster[i].Name == cfg.Name {
+				self = &cfg.InitialCluster[i]
+			}
+		}
+		if self == nil {
+			return false, fmt.Errorf("raftstore: --name %q is not in --initial-cluster", cfg.Name)
+		}
+		if self.Address != cfg.AdvertisePeer {
+			return false, fmt.Errorf("raftstore: --initial-cluster gives %s the address %s, but it advertises %s: make them equal (see --advertise-peer)",
+				cfg.Name, self.Address, cfg.AdvertisePeer)
+		}
+		cid := clusterIDFor(cfg.InitialCluster, cfg.InitialClusterToken)
+		s.meta = memberMeta{Name: cfg.Name, ClusterID: cid, MemberID: memberIDFor(self.Address, cid), Origin: originBootstrap, CAFingerprint: cfg.CAFingerprint}
+		bootstrap = true
+	case cfg.Join != "":
+		meta, err := s.joinCluster()
+		if err != nil {
+			return false, err
+		}
+		s.meta = meta
+	default:
+		return false, fmt.Errorf("raftstore: data dir %s is new: pass --initial-cluster to bootstrap a new cluster, or --join https://HOST:2379 to join a running one", cfg.DataDir)
+	}
+	if err := writeMeta(cfg.DataDir, s.meta); err != nil {
+		return false, err
+	}
+	return bootstrap, nil
+}
+
+func short(s string) string {
+	if len(s) > 16 {
+		return s[:16]
+	}
+	return s
+}
+
+func (s *Server) startRaft(bootstrap bool) error {
+	cfg := s.cfg
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o700); err != nil {
+		return fmt.Errorf("raftstore: %w", err)
+	}
+	var logs raft.LogStore
+	var stable raft.StableStore
+	switch cfg.LogStore {
+	case "wal":
+		w, err := raftwal.Open(filepath.Join(raftDir, "wal"))
+		if err != nil {
+			return fmt.Errorf("raftstore: opening raft WAL: %w", err)
+		}
+		s.closers = append(s.closers, w)
+		logs, stable = w, w
+	default:
+		b, err := raftboltdb.NewBoltStore(filepath.Join(raftDir, "raft.db"))
+		if err != nil {
+			return fmt.Errorf("raftstore: opening raft log %s: %w", filepath.Join(raftDir, "raft.db"), err)
+		}
+		s.closers = append(s.closers, b)
+		logs, stable = b, b
+	}
+	cached, err := raft.NewLogCache(4096, logs)
+	if err != nil {
+		return err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, raftLogger(cfg))
+	if err != nil {
+		return fmt.Errorf("raftstore: opening snapshot store: %w", err)
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(memberIDString(s.meta.MemberID))
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.MaxAppendEntries = cfg.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 10240
+	rc.Logger = raftLogger(cfg)
+	rc.NoLegacyTelemetry = true
+
+	if bootstrap {
+		has, err := raft.HasExistingState(cached, stable, snaps)
+		if err != nil {
+			return err
+		}
+		if !has {
+			var servers []raft.Server
+			for _, p := range cfg.InitialCluster {
+				servers = append(servers, raft.Server{
+					ID:       raft.ServerID(memberIDString(memberIDFor(p.Address, s.meta.ClusterID))),
+					Address:  raft.ServerAddress(p.Address),
+					Suffrage: raft.Voter,
+				})
+			}
+			if err := raft.BootstrapCluster(rc, cached, stable, snaps, s.trans, raft.Configuration{Servers: servers}); err != nil {
+				return fmt.Errorf("raftstore: bootstrapping cluster: %w", err)
+			}
+			s.log.Info("bootstrapped new cluster", "members", len(servers))
+		}
+	}
+	r, err := raft.NewRaft(rc, s.fsm, cached, stable, snaps, s.trans)
+	if err != nil {
+		return fmt.Errorf("raftstore: starting raft: %w", err)
+	}
+	s.raft = r
+	return nil
+}
+
+func raftLogger(cfg Config) hclog.Logger {
+	level := hclog.Warn
+	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		level = hclog.Debug
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
+}
+
+// memberIDString is the Raft server ID of a member: its ID in hex.
+func memberIDString(id uint64) string { return fmt.Sprintf("%016x", id) }
+
+func parseMemberID(s raft.ServerID) uint64 {
+	id, _ := strconv.ParseUint(string(s), 16, 64)
+	return id
+}
+
+// localSourceIP returns the IP outgoing peer connections bind to: the
+// advertised one, so that peers (and network fault tests) see a stable
+// source address.
+func localSourceIP(advertise string) net.IP {
+	host, _, err := net.SplitHostPort(advertise)
+	if err != nil {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return nil // not an address of this host (e.g. behind NAT)
+	}
+	ln.Close()
+	return ip
+}
+
+// MemberID returns this member's ID.
+func (s *Server) MemberID() uint64 { return s.meta.MemberID }
+
+// ClusterID returns the cluster's ID.
+func (s *Server) ClusterID() uint64 { return s.meta.ClusterID }
+
+// IsLeader reports whether this replica leads and is ready to serve
+// leader-only work.
+func (s *Server) IsLeader() bool { return s.ready.Load() }
+
+// StoreAddr returns the address the store API listens on.
+func (s *Server) StoreAddr() string { return s.storeLn.Addr().String() }
+
+// Close stops serving and shuts Raft down. It is safe to call twice.
+func (s *Server) Close() error {
+	s.stop.Do(func() {
+		s.cancel()
+		if s.storeGRPC != nil {
+			stopGRPC(s.storeGRPC)
+		}
+		if s.peerGRPC != nil {
+			stopGRPC(s.peerGRPC)
+		}
+		if s.raft != nil {
+			if err := s.raft.Shutdown().Error(); err != nil {
+				s.log.Warn("raft shutdown", "err", err)
+			}
+		}
+		if s.trans != nil {
+			s.trans.Close()
+		}
+		if s.mux != nil {
+			s.mux.Close()
+		}
+		s.wg.Wait()
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			s.closers[i].Close()
+		}
+	})
+	return nil
+}
+
+// stopGRPC stops gracefully, but never waits long for streams (watches)
+// that would otherwise hold shutdown forever.
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		g.Stop()
+	}
+}
+
+var errClosed = errors.New("raftstore: closed")
+
+// grpcTLS offers ALPN h2: TLS ends in our listener, before gRPC, and gRPC
+// clients insist on negotiating it.
+func grpcTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	c = c.Clone()
+	c.NextProtos = []string{"h2"}
+	return c
+}
