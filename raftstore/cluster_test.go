@@ -99,13 +99,13 @@ func (c *testCluster) memberConfig(name, peer, store string) Config {
 		c.t.Fatal(err)
 	}
 	return Config{
-		Name:           name,
-		DataDir:        filepath.Join(c.dir, name),
-		PeerListen:     peer,
-		StoreListen:    store,
-		TLS:            tlsCfg,
-		CAFingerprint:  c.ca.Fingerprint(),
-		Logger:         testLogger(c.t).With("test_member", name),
+		Name:               name,
+		DataDir:            filepath.Join(c.dir, name),
+		PeerListen:         peer,
+		StoreListen:        store,
+		TLS:                tlsCfg,
+		CAFingerprint:      c.ca.Fingerprint(),
+		Logger:             testLogger(c.t).With("test_member", name),
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 150 * time.Millisecond,

@@ -64,6 +64,11 @@ func (s *Server) isLearner() bool {
 // SHA-256, as etcd does, so a saved file can be verified before restore.
 func (m *maintenanceServer) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
 	s := m.s
+	// Include every write acknowledged before the request, whichever
+	// replica serves it.
+	if err := s.linearizableRead(stream.Context()); err != nil {
+		return toGRPC(err)
+	}
 	snap, err := s.fsm.Snapshot()
 	if err != nil {
 		return toGRPC(err)

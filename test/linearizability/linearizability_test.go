@@ -28,9 +28,9 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("whole-cluster fault test: skipped with -short")
 	}
+	fw := privileges(t)
 	bin := serverBinary(t)
 	c := startCluster(t, bin)
-	fw := privileges(t)
 	ctx := t.Context()
 
 	w := &workload{
@@ -44,7 +44,13 @@ func TestLinearizableUnderFaults(t *testing.T) {
 		w.keys = append(w.keys, fmt.Sprintf("%sk%d", prefix, i))
 	}
 
-	watcher := &resumingWatcher{clients: c.admin, prefix: prefix, stall: 2 * time.Second}
+	// The watcher starts on the leader, the first replica the faults kill,
+	// so that its stream surely breaks and resumes elsewhere.
+	leader, err := c.waitLeader(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := &resumingWatcher{clients: c.admin, first: leader, prefix: prefix, stall: 2 * time.Second}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	watchDone := make(chan error, 1)

@@ -48,6 +48,7 @@ func toEvent(ev *mvccpb.Event) event {
 // must equal the committed history exactly.
 type resumingWatcher struct {
 	clients []*clientv3.Client // one per replica
+	first   int                // the replica to watch first
 	prefix  string
 	// stall is how long a stream may stay silent while clients write
 	// before the watcher gives up on that replica and moves on.
@@ -63,7 +64,7 @@ type resumingWatcher struct {
 // an error only for what a resume cannot fix (a compacted start revision).
 func (w *resumingWatcher) run(ctx context.Context, stopKey string) error {
 	next := int64(1)
-	for replica := 0; ; replica = (replica + 1) % len(w.clients) {
+	for replica := w.first; ; replica = (replica + 1) % len(w.clients) {
 		done, err := w.stream(ctx, w.clients[replica], next, stopKey)
 		if done || ctx.Err() != nil {
 			return nil
