@@ -225,7 +225,7 @@ func (s *Server) startRaft(bootstrap bool) error {
 	var stable raft.StableStore
 	switch cfg.LogStore {
 	case "wal":
-		w, err := raftwal.Open(filepath.Join(raftDir, "wal"))
+		w, err := openWAL(raftDir)
 		if err != nil {
 			return fmt.Errorf("raftstore: opening raft WAL: %w", err)
 		}
@@ -391,4 +391,12 @@ func grpcTLS(c *tls.Config) *tls.Config {
 	c = c.Clone()
 	c.NextProtos = []string{"h2"}
 	return c
+}
+
+func openWAL(raftDir string) (*raftwal.WAL, error) {
+	dir := filepath.Join(raftDir, "wal")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return raftwal.Open(dir)
 }

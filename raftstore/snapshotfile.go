@@ -19,7 +19,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb"
-	raftwal "github.com/hashicorp/raft-wal"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -262,7 +261,7 @@ func RestoreSnapshot(cfg RestoreConfig) error {
 func initStableTerm(raftDir, logStore string) error {
 	switch logStore {
 	case "wal":
-		w, err := raftwal.Open(filepath.Join(raftDir, "wal"))
+		w, err := openWAL(raftDir)
 		if err != nil {
 			return err
 		}
