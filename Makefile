@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 TEST_PKGS ?= ./...
 TEST_FLAGS ?= -timeout 25m
 
-.PHONY: all build test run bench vet clean
+.PHONY: all build test test-race run bench vet clean
 
 all: build
 
@@ -20,6 +20,12 @@ vet:
 
 test: build
 	CAIRN_BIN=$(CURDIR)/$(BIN) $(GO) test $(TEST_FLAGS) $(TEST_PKGS)
+	$(MAKE) test-race
+
+# The store's packages again under the race detector. checkptr is off
+# because raft-boltdb's bolt predates it; the race checks still run.
+test-race:
+	$(GO) test -race -gcflags=all=-d=checkptr=0 -timeout 10m ./raftstore/...
 
 run: build
 	./hack/run-local.sh

@@ -230,6 +230,9 @@ func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromote
 		return nil, rpctypes.ErrGRPCMemberNotLearner
 	}
 	addr, _ := peerAddrFromURLs(m.PeerURLs)
+	if err := s.learnerReady(ctx, addr); err != nil {
+		return nil, err
+	}
 	if err := s.raft.AddVoter(raft.ServerID(memberIDString(req.ID)), raft.ServerAddress(addr), 0, s.cfg.RequestTimeout).Error(); err != nil {
 		return nil, toGRPC(err)
 	}
@@ -238,4 +241,23 @@ func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromote
 	resp := &pb.MemberPromoteResponse{Members: members}
 	s.fillHeader(&resp.Header)
 	return resp, nil
+}
+
+// learnerReady refuses to promote a learner that lags far behind, as etcd
+// does: a voter that cannot vote usefully would only weaken the quorum.
+func (s *Server) learnerReady(ctx context.Context, peerAddr string) error {
+	conn, err := s.peers.get(peerAddr)
+	if err != nil {
+		return rpctypes.ErrGRPCLearnerNotReady
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := pb.NewMaintenanceClient(conn).Status(sctx, &pb.StatusRequest{})
+	if err != nil {
+		return rpctypes.ErrGRPCLearnerNotReady
+	}
+	if float64(st.RaftAppliedIndex) < 0.9*float64(s.raft.CommitIndex()) {
+		return rpctypes.ErrGRPCLearnerNotReady
+	}
+	return nil
 }

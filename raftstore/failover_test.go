@@ -147,17 +147,25 @@ func TestRestartKeepsDataAndIdentityChecks(t *testing.T) {
 	for i := range c.servers {
 		c.stop(i)
 	}
+	// All at once: no single member can elect a leader alone.
+	started := make([]*Server, len(c.servers))
+	var wg sync.WaitGroup
 	for i := range c.servers {
-		go func(i int) { c.restart(i) }(i)
-	}
-	waitFor(t, func() bool {
-		for _, s := range c.servers {
-			if s == nil {
-				return false
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			s, err := New(c.cfgs[i])
+			if err != nil {
+				t.Error(err)
 			}
-		}
-		return true
-	})
+			started[i] = s
+		}(i)
+	}
+	wg.Wait()
+	copy(c.servers, started)
+	if t.Failed() {
+		t.FailNow()
+	}
 	c.waitLeader()
 	g, err := c.client().Get(ctx, "restart/", clientv3.WithPrefix())
 	if err != nil || len(g.Kvs) != 20 {

@@ -42,10 +42,10 @@ func checkWatches(t *testing.T, c *cluster, w *resumingWatcher) []event {
 	if refFrom == "" {
 		t.Fatal("no replica could replay the history")
 	}
-	got, reconnects, _ := w.result()
+	got, resumes, _ := w.result()
 	if d := diffEvents(got, ref); d != "" {
 		t.Errorf("watcher resumed %d times across replicas saw a different history than a replay from revision 1 on %s: %s",
-			reconnects, refFrom, d)
+			resumes, refFrom, d)
 	}
 	return ref
 }

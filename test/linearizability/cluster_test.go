@@ -10,10 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,55 +27,19 @@ const replicas = 3
 // (from 127.0.0.1) still reach every replica.
 func memberIP(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
 
-// member is one `cairn server` process, restartable on the same data dir.
-type member struct {
-	name      string
-	ip        string
-	ports     []int // the peer and store ports it listens on
-	storeAddr string
-	args      []string
-	logPath   string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	paused bool
-}
-
 // cluster is a running three-replica cairn cluster of real processes.
 type cluster struct {
 	bin     string
 	dir     string
 	tls     *tls.Config
 	members []*member
-	// admin holds one client per replica, pinned to it, for status calls and
-	// final reads.
+	// admin holds one client per replica, pinned to it, for status calls,
+	// watches and final reads.
 	admin []*clientv3.Client
 }
 
-// serverBinary returns CAIRN_BIN, or builds the server into a temp dir.
-func serverBinary(t *testing.T) string {
-	if bin := os.Getenv("CAIRN_BIN"); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("CAIRN_BIN=%s: %v (build it with `go build -o bin/cairn ./cmd/cairn`)", bin, err)
-		}
-		return bin
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "cairn")
-	t.Logf("CAIRN_BIN is not set: building %s", bin)
-	out, err := exec.Command(goTool, "build", "-o", bin, "cairn/cmd/cairn").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building cairn (set CAIRN_BIN to use a built one): %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startCluster creates a PKI, starts three replicas on free ports and waits
-// until the cluster takes writes. Everything it starts is stopped, and its
+// until all of them follow one leader and serve linearizable reads. Everything it starts is stopped, and its
 // dir removed, when the test ends; when the test failed, the server logs
 // are first copied to a dir whose path is printed.
 func startCluster(t *testing.T, bin string) *cluster {
@@ -228,77 +189,6 @@ func (c *cluster) endpoints() []string {
 		out = append(out, m.storeAddr)
 	}
 	return out
-}
-
-// start launches the member's process; its output is appended to its log,
-// so a restart keeps the earlier lines.
-func (m *member) start(bin string) error {
-	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("linearizability: %w", err)
-	}
-	fmt.Fprintf(log, "=== %s starting at %s\n", m.name, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(bin, m.args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// The servers must not outlive a test binary that dies without running
-	// its cleanups (a panic, a -timeout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("linearizability: starting %s: %w", m.name, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		log.Close()
-		close(exited)
-	}()
-	m.mu.Lock()
-	m.cmd, m.exited, m.paused = cmd, exited, false
-	m.mu.Unlock()
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (m *member) kill() {
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.paused = false
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Kill() // a stopped process dies of SIGKILL too
-	<-exited
-}
-
-// signal sends a stop or continue signal to the running process.
-func (m *member) signal(sig syscall.Signal) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return fmt.Errorf("linearizability: %s is not running", m.name)
-	}
-	if err := m.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("linearizability: %s to %s: %w", sig, m.name, err)
-	}
-	m.paused = sig == syscall.SIGSTOP
-	return nil
-}
-
-// running reports whether the process is alive and not paused.
-func (m *member) running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil || m.paused {
-		return false
-	}
-	select {
-	case <-m.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // close stops every process and removes the cluster dir; on failure it

@@ -144,8 +144,10 @@ func (e *faultEnv) waitStepDown(ctx context.Context, i int, within time.Duration
 func splitAll(ctx context.Context, e *faultEnv) (func() error, error) {
 	e.logf("splitting s1 | s2 | s3")
 	for i := range replicas {
-		if err := e.isolate(i); err != nil {
-			return e.fw.heal, err
+		for j := i + 1; j < replicas; j++ {
+			if err := e.fw.cut(e.c.members[i], e.c.members[j]); err != nil {
+				return e.fw.heal, err
+			}
 		}
 	}
 	return e.fw.heal, nil

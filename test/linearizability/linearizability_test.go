@@ -59,8 +59,14 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("workload seed %d", seed)
 	var wg sync.WaitGroup
+	defer func() {
+		// Also on early exits: no client may outlive the test.
+		w.stop.Store(true)
+		wg.Wait()
+	}()
 	for id := range clients {
-		// Half the clients stick to one replica, half balance over all.
+		// The first clients stick to one replica each, the others balance
+		// over all.
 		eps := c.endpoints()
 		if id < replicas {
 			eps = eps[id : id+1]
@@ -85,6 +91,8 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	w.stop.Store(true)
 	wg.Wait()
 	if faultErr != nil {
+		wcancel()
+		<-watchDone
 		t.Fatalf("fault injection stopped the run after %v: %v", injected, faultErr)
 	}
 
@@ -96,6 +104,7 @@ func TestLinearizableUnderFaults(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		wcancel()
+		<-watchDone
 		t.Errorf("resuming watcher did not reach the end of the history within 20s of it being written")
 	}
 
@@ -109,16 +118,16 @@ func TestLinearizableUnderFaults(t *testing.T) {
 		t.Errorf("revision went back in real time: %s", msg)
 	}
 
-	_, reconnects, lastErr := watcher.result()
+	_, resumes, reasons := watcher.result()
 	t.Logf("summary:\n"+
 		"  ops answered: %d; writes with unknown outcome: %d (%d took effect, %d did not); reads without answer: %d\n"+
 		"  write-once puts: %d acknowledged, %d unknown\n"+
-		"  history: %d events; resuming watcher resumed %d times (last reason: %v)\n"+
+		"  history: %d events; the watcher resumed %d times: %s\n"+
 		"  faults injected (%d): %s\n"+
 		"  porcupine: %d ops checked in %s",
 		len(done), len(unknown), res.applied, res.notApplied, failedReads,
 		len(w.onceAcked), w.onceUnknown,
-		len(ref), reconnects, lastErr,
+		len(ref), resumes, strings.Join(reasons, "; "),
 		len(injected), strings.Join(injected, "; "),
 		len(res.history), elapsed.Round(time.Millisecond))
 }

@@ -54,11 +54,14 @@ type resumingWatcher struct {
 	// before the watcher gives up on that replica and moves on.
 	stall time.Duration
 
-	mu         sync.Mutex
-	events     []event
-	reconnects int
-	lastErr    error
+	mu      sync.Mutex
+	events  []event
+	resumes int
+	reasons []string // why the first streams ended, and on which replica
 }
+
+// maxReasons bounds the resume reasons a watcher keeps for the report.
+const maxReasons = 20
 
 // run watches until ctx ends or an event for stopKey arrives, and returns
 // an error only for what a resume cannot fix (a compacted start revision).
@@ -73,12 +76,17 @@ func (w *resumingWatcher) run(ctx context.Context, stopKey string) error {
 			return err
 		}
 		w.mu.Lock()
-		w.reconnects++
-		w.lastErr = err
+		if w.resumes++; len(w.reasons) < maxReasons {
+			w.reasons = append(w.reasons, fmt.Sprintf("s%d: %v", replica+1, err))
+		}
 		if n := len(w.events); n > 0 {
 			next = w.events[n-1].ModRev + 1
 		}
 		w.mu.Unlock()
+		// A replica that is down fails at once: do not spin through them.
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			return nil
+		}
 	}
 }
 
@@ -137,11 +145,12 @@ func (w *resumingWatcher) stream(ctx context.Context, cli *clientv3.Client, rev 
 	}
 }
 
-// result returns what the watcher collected.
-func (w *resumingWatcher) result() (events []event, reconnects int, lastErr error) {
+// result returns what the watcher collected, how often it had to resume,
+// and why (the first few times).
+func (w *resumingWatcher) result() (events []event, resumes int, reasons []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]event(nil), w.events...), w.reconnects, w.lastErr
+	return append([]event(nil), w.events...), w.resumes, append([]string(nil), w.reasons...)
 }
 
 // replay reads the whole history of a prefix from one replica with a fresh
