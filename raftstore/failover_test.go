@@ -290,6 +290,11 @@ func TestMembershipThreeFiveThreeUnderLoad(t *testing.T) {
 		if _, err := cli.MemberRemove(ctx, s.MemberID()); err != nil {
 			t.Fatalf("remove s%d: %v", i+1, err)
 		}
+		select {
+		case <-s.Removed():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("s%d did not notice its removal", i+1)
+		}
 		c.stop(i)
 		removed++
 	}
@@ -451,4 +456,27 @@ func TestMoveLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return c.servers[target].IsLeader() })
+}
+
+func TestRequireLeaderWatchEndsWhenQuorumIsLost(t *testing.T) {
+	c := newTestCluster(t, 3)
+	cli := c.client(0)
+	ctx := clientv3.WithRequireLeader(ctxT(t))
+	w := cli.Watch(ctx, "rl/", clientv3.WithPrefix())
+	if _, err := cli.Put(ctxT(t), "rl/a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if wr := <-w; len(wr.Events) != 1 {
+		t.Fatalf("first event: %+v", wr)
+	}
+	c.stop(1)
+	c.stop(2)
+	select {
+	case wr := <-w:
+		if !errors.Is(wr.Err(), rpctypes.ErrNoLeader) {
+			t.Fatalf("watch ended with %v, want ErrNoLeader", wr.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a require-leader watch on a replica without quorum stayed open")
+	}
 }

@@ -17,6 +17,8 @@ import (
 
 	"cairn/raftstore/transport"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb"
@@ -46,6 +48,7 @@ type Server struct {
 	lessor    *lessor
 	ready     atomic.Bool // this replica leads and has applied its leader barrier
 	leaderSig *signal     // fires on every leader change
+	removed   chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -59,7 +62,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal(), removed: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -124,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 	s.goRun("lessor", s.lessor.run)
 	s.goRun("publish", s.publishAttrs)
 	s.goRun("quota", s.watchQuota)
+	s.goRun("membership", s.watchRemoval)
 	if cfg.ScheduledSnapshotInterval > 0 {
 		s.goRun("scheduled-snapshots", s.scheduledSnapshots)
 	}
@@ -338,6 +342,81 @@ func (s *Server) IsLeader() bool { return s.ready.Load() }
 
 // StoreAddr returns the address the store API listens on.
 func (s *Server) StoreAddr() string { return s.storeLn.Addr().String() }
+
+// Removed is closed when this member has been removed from the cluster;
+// the process should then stop, as etcd's removed members do.
+func (s *Server) Removed() <-chan struct{} { return s.removed }
+
+// watchRemoval notices this member's removal from the Raft configuration.
+func (s *Server) watchRemoval() {
+	self := raft.ServerID(memberIDString(s.meta.MemberID))
+	// A bootstrapped or restored member starts in the configuration; a
+	// joining one counts once it has seen itself in it.
+	seen := s.meta.Origin != originJoin
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		f := s.raft.GetConfiguration()
+		if f.Error() != nil {
+			continue
+		}
+		in := false
+		for _, srv := range f.Configuration().Servers {
+			in = in || srv.ID == self
+		}
+		if in {
+			seen = true
+			// A removed follower may never receive the entry that removes
+			// it; when it hears from no leader, it asks its peers.
+			if addr, _ := s.raft.LeaderWithID(); addr != "" || !s.removedPerPeers(f.Configuration()) {
+				continue
+			}
+		}
+		if seen && len(f.Configuration().Servers) > 0 {
+			s.log.Error("this member was removed from the cluster; stopping. To rejoin, wipe its --data-dir and start it with --join")
+			close(s.removed)
+			return
+		}
+	}
+}
+
+// removedPerPeers asks the other members, over the peer port, whether
+// this member is still in the cluster. Only a member that knows a leader is
+// believed.
+func (s *Server) removedPerPeers(conf raft.Configuration) bool {
+	for _, srv := range conf.Servers {
+		if parseMemberID(srv.ID) == s.meta.MemberID {
+			continue
+		}
+		conn, err := s.peers.get(string(srv.Address))
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+		st, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+		if err != nil || st.Leader == 0 {
+			cancel()
+			continue
+		}
+		list, err := pb.NewClusterClient(conn).MemberList(ctx, &pb.MemberListRequest{})
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, m := range list.Members {
+			if m.ID == s.meta.MemberID {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
 
 // Close stops serving and shuts Raft down. It is safe to call twice.
 func (s *Server) Close() error {

@@ -166,9 +166,13 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	log.Info("shutting down", "signal", s.String())
-	return nil
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+		return nil
+	case <-srv.Removed():
+		return errors.New("this member was removed from the cluster: wipe its --data-dir and start it with --join to add it again")
+	}
 }
 
 // serverTLS mints this member's serving, peer and client certificates from
