@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -37,10 +38,14 @@ func (s *Server) watchLeadership() {
 			term := s.raft.CurrentTerm()
 			switch {
 			case lo.LeaderID == "":
-				s.log.Warn("lost the leader: no heartbeat within the heartbeat timeout, election starting",
-					"previous_leader", string(lastLeader), "term", term)
+				reason := "the leader stepped down or a newer term began (e.g. a leadership transfer)"
+				if time.Since(s.raft.LastContact()) >= s.cfg.HeartbeatTimeout {
+					reason = fmt.Sprintf("no heartbeat from the leader for %v (heartbeat timeout %v)",
+						time.Since(s.raft.LastContact()).Round(time.Millisecond), s.cfg.HeartbeatTimeout)
+				}
+				s.log.Warn("lost the leader; an election follows", "previous_leader", string(lastLeader), "term", term, "reason", reason)
 			case lo.LeaderID == raft.ServerID(memberIDString(s.meta.MemberID)):
-				s.log.Info("became leader", "term", term, "reason", "won the election")
+				s.log.Info("became leader", "term", term, "reason", "won the election with a quorum of votes")
 			default:
 				s.log.Info("following leader", "leader", string(lo.LeaderID), "leader_addr", string(lo.LeaderAddr), "term", term)
 			}

@@ -48,6 +48,7 @@ type Server struct {
 	lessor    *lessor
 	ready     atomic.Bool // this replica leads and has applied its leader barrier
 	leaderSig *signal     // fires on every leader change
+	raftLog   hclog.Logger
 	removed   chan struct{}
 
 	ctx    context.Context
@@ -64,6 +65,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal(), removed: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.raftLog = newRaftLogger(s.log)
 	ok := false
 	defer func() {
 		if !ok {
@@ -102,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		Stream:  stream,
 		MaxPool: 4,
 		Timeout: 2 * time.Second,
-		Logger:  raftLogger(cfg),
+		Logger:  s.raftLog,
 	})
 	s.peers = newPeerConns(transport.GRPCDialer(cfg.TLS.peerClient(), sourceIP))
 	s.closers = append(s.closers, s.peers)
@@ -247,7 +249,7 @@ func (s *Server) startRaft(bootstrap bool) error {
 	if err != nil {
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, raftLogger(cfg))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, s.raftLog)
 	if err != nil {
 		return fmt.Errorf("raftstore: opening snapshot store: %w", err)
 	}
@@ -263,7 +265,7 @@ func (s *Server) startRaft(bootstrap bool) error {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 10240
-	rc.Logger = raftLogger(cfg)
+	rc.Logger = s.raftLog
 	rc.NoLegacyTelemetry = true
 
 	if bootstrap {
@@ -292,14 +294,6 @@ func (s *Server) startRaft(bootstrap bool) error {
 	}
 	s.raft = r
 	return nil
-}
-
-func raftLogger(cfg Config) hclog.Logger {
-	level := hclog.Warn
-	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
-		level = hclog.Debug
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
 }
 
 // memberIDString is the Raft server ID of a member: its ID in hex.
