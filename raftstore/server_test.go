@@ -1,18 +1,18 @@
 package raftstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // One cluster serves the read/write API tests; each test uses its own keys.
@@ -350,5 +350,62 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Fatal("condition not met within 10s")
 }
 
-var _ = bytes.Equal
-var _ sync.Mutex
+func TestWatchStreamFeatures(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.WatchProgressNotifyInterval = 200 * time.Millisecond })
+	ctx := ctxT(t)
+	cli := c.client(1)
+
+	t.Run("ManyWatchesOnOneStreamAndCancel", func(t *testing.T) {
+		wctx, cancel := context.WithCancel(ctx)
+		a := cli.Watch(wctx, "multi/a")
+		b := cli.Watch(ctx, "multi/b")
+		cli.Put(ctx, "multi/a", "1")
+		cli.Put(ctx, "multi/b", "2")
+		if wr := <-a; len(wr.Events) != 1 || string(wr.Events[0].Kv.Key) != "multi/a" {
+			t.Fatalf("watch a: %+v", wr)
+		}
+		if wr := <-b; len(wr.Events) != 1 || string(wr.Events[0].Kv.Key) != "multi/b" {
+			t.Fatalf("watch b: %+v", wr)
+		}
+		cancel()
+		cli.Put(ctx, "multi/a", "3")
+		cli.Put(ctx, "multi/b", "4")
+		if wr := <-b; len(wr.Events) != 1 || string(wr.Events[0].Kv.Value) != "4" {
+			t.Fatalf("watch b after canceling a: %+v", wr)
+		}
+		for wr := range a {
+			if len(wr.Events) > 0 {
+				t.Fatalf("canceled watch delivered %v", wr.Events)
+			}
+		}
+	})
+
+	t.Run("ProgressNotify", func(t *testing.T) {
+		put, _ := cli.Put(ctx, "progress/x", "1")
+		w := cli.Watch(ctx, "progress/none", clientv3.WithProgressNotify())
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case wr := <-w:
+				if wr.IsProgressNotify() {
+					if wr.Header.Revision < put.Header.Revision {
+						t.Fatalf("progress at %d, behind revision %d", wr.Header.Revision, put.Header.Revision)
+					}
+					return
+				}
+			case <-deadline:
+				t.Fatal("no progress notification within 5s at a 200ms interval")
+			}
+		}
+	})
+
+	t.Run("UnsupportedCallsAreUnimplemented", func(t *testing.T) {
+		_, err := cli.Auth.AuthStatus(ctx)
+		if status.Code(err) != codes.Unimplemented {
+			t.Fatalf("auth status: %v, want Unimplemented", err)
+		}
+		if _, err := cli.Defragment(ctx, "https://"+c.stores[1]); err != nil {
+			t.Fatalf("defragment: %v", err)
+		}
+	})
+}

@@ -39,9 +39,13 @@ func testJoin(t *testing.T, c *cluster) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	c.etcdctlJSON(t, &list, c.endpoints(), "member", "list")
-	if s5, ok := list.byName("s5"); !ok || s5.IsLearner {
-		t.Errorf("after member promote, s5 is %+v (listed: %v), want a voter", s5, ok)
+	// Every member must list s5 as a voter once the promotion is acked: a
+	// linearizable member list reflects every committed change.
+	for _, m := range c.members {
+		c.etcdctlJSON(t, &list, m.storeURL(), "member", "list")
+		if s5, ok := list.byName("s5"); !ok || s5.IsLearner {
+			t.Errorf("after member promote, %s lists s5 as %+v (listed: %v), want a voter", m.name, s5, ok)
+		}
 	}
 	if out := c.etcdctl(t, "put", "after-join", "v"); out != "OK\n" {
 		t.Errorf("five-member cluster refused a write: %q", out)
