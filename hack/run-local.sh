@@ -16,7 +16,8 @@ cleanup() {
 	wait 2>/dev/null || true
 	echo "cluster stopped; data kept in $RUN (remove it to start fresh)"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 0' INT TERM
 
 i=0
 for port in 2379 12379 22379; do
@@ -30,10 +31,20 @@ for port in 2379 12379 22379; do
 done
 
 EP=https://127.0.0.1:2379,https://127.0.0.1:12379,https://127.0.0.1:22379
-for _ in $(seq 1 100); do
-	if curl -fs http://127.0.0.1:2381/health >/dev/null 2>&1; then break; fi
-	sleep 0.1
+TLSFLAGS="--cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key"
+healthy=""
+for _ in $(seq 1 30); do
+	# shellcheck disable=SC2086
+	if "$BIN" etcdctl --endpoints "$EP" $TLSFLAGS --command-timeout=1s endpoint health >/dev/null 2>&1; then
+		healthy=1
+		break
+	fi
+	sleep 0.5
 done
+if [ -z "$healthy" ]; then
+	echo "the cluster did not become healthy; see $RUN/s1.log $RUN/s2.log $RUN/s3.log" >&2
+	exit 1
+fi
 cat <<MSG
 Cairn store cluster running (3 replicas, TLS). Logs: $RUN/s1.log $RUN/s2.log $RUN/s3.log
 

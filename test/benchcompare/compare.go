@@ -3,121 +3,74 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
-	"time"
 
 	"cairn/internal/storebench"
 )
 
-// row is one line of the side-by-side table.
+// variant is one cairn configuration's report; report is nil when that
+// variant did not run.
+type variant struct {
+	label  string
+	report *storebench.Report
+}
+
+// cell is one cairn variant's part of a row.
+type cell struct {
+	value   string
+	ratio   string
+	verdict string
+}
+
+// row is one line of the side-by-side table: the target is the same for
+// every variant, each variant gets its own value, ratio and verdict.
 type row struct {
-	metric      string
-	etcd, cairn string
-	ratio       string
-	target      string
-	verdict     string
+	metric string
+	target string
+	etcd   string
+	cairn  []cell
 }
 
-// goal says how a metric is judged: by the cairn/etcd ratio in a direction,
-// by an absolute bound on cairn's value, or not at all.
-type goal struct {
-	higherBetter bool
-	ratioTarget  bool
-	absMax       time.Duration
-	zero         bool
+// comparison is the whole table: the variants in column order and the rows.
+type comparison struct {
+	variants []string
+	rows     []row
 }
 
-// metric extracts one number from a report; ok is false when the report
-// lacks the measurement.
-type metric struct {
-	name  string
-	goal  goal
-	value func(r *storebench.Report) (float64, bool)
-	show  func(v float64) string
-}
-
-func throughput(name string, clients int) func(*storebench.Report) (float64, bool) {
-	return func(r *storebench.Report) (float64, bool) {
-		res, ok := r.Find(name, clients)
-		return res.Throughput, ok && res.Ops > 0
+// compare builds the side-by-side rows, one cairn column group per variant;
+// etcd, or any variant's report, may be nil when that side did not run.
+func compare(etcd *storebench.Report, cairn []variant, clients int) comparison {
+	c := comparison{variants: make([]string, len(cairn))}
+	for i, v := range cairn {
+		c.variants[i] = v.label
 	}
-}
-
-func latency(name string, clients int, pick func(storebench.Latency) time.Duration) func(*storebench.Report) (float64, bool) {
-	return func(r *storebench.Report) (float64, bool) {
-		res, ok := r.Find(name, clients)
-		return float64(pick(res.Latency)), ok && res.Ops > 0
-	}
-}
-
-func p50(l storebench.Latency) time.Duration { return l.P50 }
-func p99(l storebench.Latency) time.Duration { return l.P99 }
-
-func showRate(v float64) string { return fmt.Sprintf("%.0f/s", v) }
-func showDur(v float64) string  { return storebench.FormatDuration(time.Duration(v)) }
-func showInt(v float64) string  { return fmt.Sprintf("%.0f", v) }
-
-// metrics lists the table's rows; the ones with targets come from the
-// store's performance goals, the rest give context.
-func metrics(clients int) []metric {
-	many := fmt.Sprintf("%d clients", clients)
-	return []metric{
-		{"put throughput, " + many, goal{higherBetter: true, ratioTarget: true}, throughput("put", clients), showRate},
-		{"put p50, " + many, goal{}, latency("put", clients, p50), showDur},
-		{"put p99, " + many, goal{}, latency("put", clients, p99), showDur},
-		{"put throughput, 1 client", goal{higherBetter: true}, throughput("put", 1), showRate},
-		{"put p50, 1 client", goal{ratioTarget: true}, latency("put", 1, p50), showDur},
-		{"put p99, 1 client", goal{}, latency("put", 1, p99), showDur},
-		{"linearizable get, " + many, goal{higherBetter: true, ratioTarget: true}, throughput("get-linearizable", clients), showRate},
-		{"linearizable get p99, " + many, goal{}, latency("get-linearizable", clients, p99), showDur},
-		{"serializable get, " + many, goal{higherBetter: true}, throughput("get-serializable", clients), showRate},
-		{"longest write gap, leader kill", goal{absMax: time.Second}, func(r *storebench.Report) (float64, bool) {
-			f := r.Failover
-			return float64(failoverGap(f)), f != nil
-		}, showDur},
-		{"acknowledged writes lost", goal{zero: true}, func(r *storebench.Report) (float64, bool) {
-			f := r.Failover
-			if f == nil || f.Acked == 0 {
-				return 0, false
-			}
-			return float64(f.Lost), true
-		}, showInt},
-	}
-}
-
-// failoverGap is the gap to judge: a cluster that never recovered has an
-// unbounded gap, whatever the measured stretch says.
-func failoverGap(f *storebench.FailoverResult) time.Duration {
-	if f == nil {
-		return 0
-	}
-	if !f.Recovered {
-		return max(f.LongestGap, f.Elapsed-f.KilledAt)
-	}
-	return f.LongestGap
-}
-
-// compare builds the side-by-side rows; either report may be nil when that
-// side did not run.
-func compare(etcd, cairn *storebench.Report, clients int) []row {
-	var rows []row
 	for _, m := range metrics(clients) {
-		r := row{metric: m.name, etcd: "n/a", cairn: "n/a"}
+		r := row{metric: m.name, target: m.goal.target(), etcd: "n/a"}
 		ev, eok := value(etcd, m)
-		cv, cok := value(cairn, m)
 		if eok {
 			r.etcd = m.show(ev)
 		}
-		if cok {
-			r.cairn = m.show(cv)
+		for _, v := range cairn {
+			r.cairn = append(r.cairn, compareOne(m, ev, eok, v.report))
 		}
-		if eok && cok && ev > 0 && !m.goal.zero {
-			r.ratio = fmt.Sprintf("%.2fx", cv/ev)
-		}
-		r.target, r.verdict = judge(m.goal, ev, eok, cv, cok)
-		rows = append(rows, r)
+		c.rows = append(c.rows, r)
 	}
-	return rows
+	return c
+}
+
+// compareOne fills one variant's cell of a metric's row.
+func compareOne(m metric, ev float64, eok bool, rep *storebench.Report) cell {
+	c := cell{value: "n/a"}
+	cv, cok := value(rep, m)
+	if cok {
+		c.value = m.show(cv)
+	}
+	if eok && cok && ev > 0 && !m.goal.zero {
+		c.ratio = fmt.Sprintf("%.2fx", cv/ev)
+	}
+	c.verdict = judge(m.goal, ev, eok, cv, cok)
+	return c
 }
 
 func value(r *storebench.Report, m metric) (float64, bool) {
@@ -127,42 +80,21 @@ func value(r *storebench.Report, m metric) (float64, bool) {
 	return m.value(r)
 }
 
-// judge returns the target text and whether cairn meets it.
-func judge(g goal, ev float64, eok bool, cv float64, cok bool) (target, verdict string) {
-	verdictOf := func(ok bool) string {
-		if !cok {
-			return "n/a"
-		}
-		if ok {
-			return "ok"
-		}
-		return "MISS"
-	}
-	switch {
-	case g.zero:
-		return "= 0", verdictOf(cv == 0)
-	case g.absMax > 0:
-		return "<= " + storebench.FormatDuration(g.absMax), verdictOf(cv <= float64(g.absMax))
-	case g.ratioTarget && g.higherBetter:
-		if !eok || ev == 0 {
-			return ">= 1.0x", "n/a"
-		}
-		return ">= 1.0x", verdictOf(cv >= ev)
-	case g.ratioTarget:
-		if !eok || ev == 0 {
-			return "<= 1.0x", "n/a"
-		}
-		return "<= 1.0x", verdictOf(cv <= ev)
-	}
-	return "", ""
-}
-
-// writeComparison prints the rows as an aligned table.
-func writeComparison(w io.Writer, rows []row) error {
+// writeComparison prints the table aligned: the shared target, etcd, then a
+// value, ratio to etcd and verdict for each cairn variant.
+func writeComparison(w io.Writer, c comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tetcd\tcairn\tcairn/etcd\ttarget\tmet")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.metric, r.etcd, r.cairn, r.ratio, r.target, r.verdict)
+	head := []string{"metric", "target", "etcd"}
+	for _, v := range c.variants {
+		head = append(head, v, "ratio", "met")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range c.rows {
+		line := []string{r.metric, r.target, r.etcd}
+		for _, cl := range r.cairn {
+			line = append(line, cl.value, cl.ratio, cl.verdict)
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	return tw.Flush()
 }

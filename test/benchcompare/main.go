@@ -1,7 +1,8 @@
 // Command benchcompare runs the same store workloads, through the same etcd
 // client, first against a 3-member etcd cluster and then against a 3-replica
-// cairn cluster on loopback, and prints the results side by side as
-// cairn/etcd ratios next to the store's performance targets. It is a report,
+// cairn cluster on loopback once per Raft log store (-cairn-log-stores), and
+// prints the results side by side: each cairn variant's value, its ratio to
+// etcd and whether it meets the store's performance target. It is a report,
 // not a test: it exits non-zero only when a cluster or a workload fails to
 // run. Run it from the repository root (make bench does).
 package main
@@ -27,6 +28,7 @@ import (
 type options struct {
 	etcdBin, cairnBin string
 	only              string
+	cairnLogStores    string
 	workload          string
 	clients           int
 	duration          time.Duration
@@ -40,7 +42,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.etcdBin, "etcd", ".tools/etcd", "etcd binary; built from test/tools/etcd when missing")
 	flag.StringVar(&o.cairnBin, "cairn", "bin/cairn", "cairn binary (make build)")
-	flag.StringVar(&o.only, "only", "", "run one side only: etcd or cairn")
+	flag.StringVar(&o.only, "only", "", "run one side only: etcd or cairn (every log store)")
+	flag.StringVar(&o.cairnLogStores, "cairn-log-stores", knownLogStores, "comma-separated Raft log stores to run cairn with, one cluster each: boltdb, wal")
 	flag.StringVar(&o.workload, "workload", "all", "workload: put, get, failover or all")
 	flag.IntVar(&o.clients, "clients", storebench.DefaultClients, "concurrent clients")
 	flag.DurationVar(&o.duration, "duration", storebench.DefaultDuration, "length of each measurement")
@@ -61,6 +64,14 @@ func main() {
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
+	stores, err := parseLogStores(o.cairnLogStores)
+	if err != nil {
+		return err
+	}
+	sides, err := sidesToRun(o.only, stores)
+	if err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "benchcompare-")
 	if err != nil {
 		return err
@@ -70,28 +81,29 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	sides := []localcluster.Flavor{localcluster.Etcd, localcluster.Cairn}
-	if o.only != "" {
-		sides = []localcluster.Flavor{localcluster.Flavor(o.only)}
-	}
-	reports := map[localcluster.Flavor]*storebench.Report{}
+	reports := map[side]*storebench.Report{}
 	var errs []error
-	for _, side := range sides {
-		rep, err := runSide(ctx, o, side, filepath.Join(dir, string(side)), log)
+	for _, s := range sides {
+		rep, err := runSide(ctx, o, s, filepath.Join(dir, s.name()), log)
 		if rep != nil {
-			reports[side] = rep
-			fmt.Printf("\n== %s ==\n", side)
+			reports[s] = rep
+			fmt.Printf("\n== %s ==\n", s.label())
 			rep.WriteTable(os.Stdout)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", side, err))
+			errs = append(errs, fmt.Errorf("%s: %w", s.label(), err))
 			if ctx.Err() != nil {
 				break
 			}
 		}
 	}
+	var variants []variant
+	for _, s := range cairnSides(stores) {
+		variants = append(variants, variant{label: s.label(), report: reports[s]})
+	}
 	fmt.Printf("\n== cairn vs etcd (3 members each, loopback, plain gRPC, %d clients) ==\n", o.clients)
-	if err := writeComparison(os.Stdout, compare(reports[localcluster.Etcd], reports[localcluster.Cairn], o.clients)); err != nil {
+	etcd := reports[side{flavor: localcluster.Etcd}]
+	if err := writeComparison(os.Stdout, compare(etcd, variants, o.clients)); err != nil {
 		errs = append(errs, err)
 	}
 	if o.jsonOut != "" {
@@ -102,18 +114,24 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	return errors.Join(errs...)
 }
 
-// runSide starts a cluster of one flavor, runs the workloads against it and
-// stops it, whatever happens.
-func runSide(ctx context.Context, o options, side localcluster.Flavor, dir string, log *slog.Logger) (*storebench.Report, error) {
+// runSide starts one side's cluster, runs the workloads against it and stops
+// it, whatever happens.
+func runSide(ctx context.Context, o options, s side, dir string, log *slog.Logger) (*storebench.Report, error) {
 	bin := o.cairnBin
-	if side == localcluster.Etcd {
+	if s.flavor == localcluster.Etcd {
 		bin = o.etcdBin
 		if err := ensureEtcd(ctx, bin, log); err != nil {
 			return nil, err
 		}
 	}
-	log.Info("starting cluster", "flavor", side)
-	c, err := localcluster.Start(ctx, localcluster.Config{Flavor: side, Binary: bin, Dir: dir, Logger: log})
+	log.Info("starting cluster", "side", s.name())
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		Flavor:    s.flavor,
+		Binary:    bin,
+		Dir:       dir,
+		ExtraArgs: s.extraArgs(),
+		Logger:    log,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +145,7 @@ func runSide(ctx context.Context, o options, side localcluster.Flavor, dir strin
 		ValueSize:   o.valueSize,
 		Keyspace:    o.keyspace,
 		KillCommand: c.KillCommand(),
-		Logger:      log.With("flavor", side),
+		Logger:      log.With("side", s.name()),
 	})
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -143,10 +144,13 @@ func (c *cluster) etcdctl(t testing.TB, args ...string) string {
 }
 
 // etcdctlJSON runs `cairn etcdctl -w json` against endpoints and decodes
-// its output into v.
+// its output into v, which it zeroes first.
 func (c *cluster) etcdctlJSON(t testing.TB, v any, endpoints string, args ...string) {
 	t.Helper()
 	r := mustRun(t, c.etcdctlArgs(endpoints, append(args, "-w", "json")...)...)
+	// etcdctl omits false and zero fields, so decoding over earlier
+	// values would keep them.
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("decoding etcdctl's JSON: %v\n%s", err, r)
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	StartTimeout time.Duration
 	// Logger receives progress messages; nil discards them.
 	Logger *slog.Logger
+	// ExtraArgs are appended to every member's command line, after the
+	// flavor's own flags, so that callers can compare server settings (e.g.
+	// cairn's --raft-log-store) without a new flavor for each.
+	ExtraArgs []string
 }
 
 // Cluster is a running cluster of local server processes.
@@ -66,7 +70,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{dir: cfg.Dir, log: cfg.Logger}
 	for i := range all {
-		args, err := cfg.Flavor.args(cfg.Dir, i, all)
+		args, err := cfg.memberArgs(i, all)
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -89,6 +93,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// memberArgs returns the full command line of member i: the flavor's flags,
+// then ExtraArgs.
+func (cfg Config) memberArgs(i int, all []ports) ([]string, error) {
+	args, err := cfg.Flavor.args(cfg.Dir, i, all)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, cfg.ExtraArgs...), nil
 }
 
 // Endpoints returns every member's client URL.
