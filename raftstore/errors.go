@@ -31,6 +31,7 @@ var knownErrors = func() map[string]error {
 		mvcc.ErrCompacted, mvcc.ErrFutureRev, mvcc.ErrKeyNotFound, mvcc.ErrLeaseNotFound,
 		mvcc.ErrLeaseExists, mvcc.ErrDuplicateKey, mvcc.ErrEmptyKey,
 		ErrNoSpace, ErrNoLeader, ErrStopped, ErrTooLarge, ErrMemberUnknown, ErrLeaseTTL, ErrUnknownAlarm,
+		errLeaderChanged, context.DeadlineExceeded, context.Canceled,
 	} {
 		m[e.Error()] = e
 	}

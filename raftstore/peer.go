@@ -19,17 +19,17 @@ import (
 // that only the leader can perform are forwarded through the etcd Cluster
 // and Maintenance services, which the peer port serves too.
 const (
-	peerServiceName      = "cairn.raftstore.Peer"
-	peerMethodPropose    = "/" + peerServiceName + "/Propose"
-	peerMethodReadIndex  = "/" + peerServiceName + "/ReadIndex"
-	peerMethodLeaseRenew = "/" + peerServiceName + "/LeaseRenew"
-	peerMethodLeaseTTL   = "/" + peerServiceName + "/LeaseTTL"
+	peerServiceName        = "cairn.raftstore.Peer"
+	peerMethodProposeBatch = "/" + peerServiceName + "/ProposeBatch"
+	peerMethodReadIndex    = "/" + peerServiceName + "/ReadIndex"
+	peerMethodLeaseRenew   = "/" + peerServiceName + "/LeaseRenew"
+	peerMethodLeaseTTL     = "/" + peerServiceName + "/LeaseTTL"
 )
 
 // peerService is implemented by Server; the interface lets grpc check
 // handler types.
 type peerService interface {
-	peerPropose(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
+	peerProposeBatch(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
 	peerReadIndex(ctx context.Context, in *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error)
 	peerLeaseRenew(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
 	peerLeaseTTL(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
@@ -49,7 +49,7 @@ var peerServiceDesc = grpc.ServiceDesc{
 	ServiceName: peerServiceName,
 	HandlerType: (*peerService)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Propose", Handler: unaryHandler(peerService.peerPropose)},
+		{MethodName: "ProposeBatch", Handler: unaryHandler(peerService.peerProposeBatch)},
 		{MethodName: "ReadIndex", Handler: unaryHandler(peerService.peerReadIndex)},
 		{MethodName: "LeaseRenew", Handler: unaryHandler(peerService.peerLeaseRenew)},
 		{MethodName: "LeaseTTL", Handler: unaryHandler(peerService.peerLeaseTTL)},
@@ -60,26 +60,6 @@ func (s *Server) registerPeerServices(g *grpc.Server) {
 	g.RegisterService(&peerServiceDesc, s)
 	pb.RegisterClusterServer(g, &clusterServer{s: s})
 	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
-}
-
-func (s *Server) peerPropose(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
-	if s.raft.State() != raft.Leader {
-		return nil, status.Error(codes.FailedPrecondition, errNotLeaderMsg)
-	}
-	resp, err, retry := s.applyLocal(ctx, in.Value)
-	if retry {
-		return nil, status.Error(codes.FailedPrecondition, errNotLeaderMsg)
-	}
-	if err != nil {
-		if _, isStatus := status.FromError(err); isStatus && err != nil && knownErrors[err.Error()] == nil {
-			return nil, err
-		}
-	}
-	b, merr := encodeResult(resp, err)
-	if merr != nil {
-		return nil, merr
-	}
-	return wrapperspb.Bytes(b), nil
 }
 
 func (s *Server) peerReadIndex(ctx context.Context, _ *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error) {

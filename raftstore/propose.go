@@ -43,7 +43,7 @@ func (s *Server) propose(ctx context.Context, t commandType, msg proto.Message) 
 				return resp, err
 			}
 		} else if addr, _ := s.raft.LeaderWithID(); addr != "" {
-			resp, err, retry := s.forwardPropose(ctx, string(addr), t, data)
+			resp, err, retry := s.forwarder.forward(ctx, t, data)
 			if !retry {
 				return resp, err
 			}
@@ -74,7 +74,11 @@ func (s *Server) timeoutError(err error) error {
 // retry is true only when the entry was certainly not appended.
 func (s *Server) applyLocal(ctx context.Context, data []byte) (resp proto.Message, err error, retry bool) {
 	timeout := time.Until(deadlineOf(ctx, s.cfg.RequestTimeout))
-	f := s.raft.Apply(data, timeout)
+	return s.applyResult(s.raft.Apply(data, timeout))
+}
+
+// applyResult waits for an applied entry and unpacks the FSM's answer.
+func (s *Server) applyResult(f raft.ApplyFuture) (resp proto.Message, err error, retry bool) {
 	if err := f.Error(); err != nil {
 		s.metrics.proposalsFailed.Inc()
 		switch {
@@ -106,29 +110,6 @@ func deadlineOf(ctx context.Context, def time.Duration) time.Time {
 	return time.Now().Add(def)
 }
 
-// forwardPropose sends a command to the leader's peer port. retry is true
-// only when the leader certainly did not receive it (it was no longer the
-// leader, or the connection could not be made).
-func (s *Server) forwardPropose(ctx context.Context, leader string, t commandType, data []byte) (resp proto.Message, err error, retry bool) {
-	conn, err := s.peers.get(leader)
-	if err != nil {
-		return nil, nil, true
-	}
-	out := new(wrapperspb.BytesValue)
-	err = conn.Invoke(ctx, peerMethodPropose, wrapperspb.Bytes(data), out)
-	if err != nil {
-		if notSent(err) {
-			return nil, nil, true
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err(), false
-		}
-		return nil, err, false
-	}
-	resp, err = decodeResult(t, out.Value)
-	return resp, err, false
-}
-
 // notSent reports whether a peer RPC failed before the peer could act on it.
 func notSent(err error) bool {
 	st, ok := status.FromError(err)
@@ -147,36 +128,6 @@ func notSent(err error) bool {
 }
 
 const errNotLeaderMsg = "raftstore: not the leader"
-
-// encodeResult frames an apply result for a forwarding follower:
-// [0][response] or [1][error text].
-func encodeResult(resp proto.Message, err error) ([]byte, error) {
-	if err != nil {
-		return append([]byte{1}, err.Error()...), nil
-	}
-	if resp == nil {
-		return []byte{0}, nil
-	}
-	b, merr := proto.Marshal(resp)
-	if merr != nil {
-		return nil, merr
-	}
-	return append([]byte{0}, b...), nil
-}
-
-func decodeResult(t commandType, b []byte) (proto.Message, error) {
-	if len(b) == 0 {
-		return nil, errors.New("raftstore: empty forwarded result")
-	}
-	if b[0] == 1 {
-		return nil, errorFromText(string(b[1:]))
-	}
-	msg := responseMessage(t)
-	if err := proto.Unmarshal(b[1:], msg); err != nil {
-		return nil, fmt.Errorf("raftstore: decoding forwarded result: %w", err)
-	}
-	return msg, nil
-}
 
 // linearizableRead returns once this replica's state includes every write
 // committed before it was called.

@@ -45,6 +45,7 @@ type Server struct {
 
 	metrics   *metrics
 	reads     *readIndexBatcher
+	forwarder *forwarder
 	lessor    *lessor
 	ready     atomic.Bool // this replica leads and has applied its leader barrier
 	leaderSig *signal     // fires on every leader change
@@ -113,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reads = newReadIndexBatcher(s.leaderReadIndex)
+	s.forwarder = newForwarder(s)
 	s.lessor = newLessor(s)
 
 	s.peerGRPC = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRequestBytes + grpcOverheadBytes))
@@ -127,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.goRun("leadership", s.watchLeadership)
 	s.goRun("lessor", s.lessor.run)
+	s.goRun("forwarder", s.forwarder.run)
 	s.goRun("publish", s.publishAttrs)
 	s.goRun("quota", s.watchQuota)
 	s.goRun("membership", s.watchRemoval)

@@ -94,6 +94,11 @@ func writeComparison(w io.Writer, c comparison) error {
 		for _, cl := range r.cairn {
 			line = append(line, cl.value, cl.ratio, cl.verdict)
 		}
+		// Dropping empty trailing cells keeps tabwriter from padding the
+		// line with spaces after its last value.
+		for len(line) > 1 && line[len(line)-1] == "" {
+			line = line[:len(line)-1]
+		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	return tw.Flush()

@@ -14,7 +14,7 @@ func testForeignClientRefused(t *testing.T, c *cluster) {
 		"--cacert", filepath.Join(c.pki, "ca.crt"),
 		"--cert", filepath.Join(other, "admin.crt"),
 		"--key", filepath.Join(other, "admin.key"),
-		"--dial-timeout", "2s", "--command-timeout", "3s",
+		"--dial-timeout", "1s", "--command-timeout", "1s",
 		"put", "intruder", "was-here")
 	if r.code == 0 {
 		t.Fatalf("a client certificate from another CA was accepted:\n%s", r)

@@ -7,6 +7,7 @@ import (
 )
 
 func testJoin(t *testing.T, c *cluster) {
+	c.etcdctl(t, "put", "join/before", "v")
 	c.join(t, "s4")
 	list := waitForMember(t, c, "s4")
 	if s4, _ := list.byName("s4"); s4.IsLearner {
@@ -15,8 +16,8 @@ func testJoin(t *testing.T, c *cluster) {
 	if len(list.Members) != 4 {
 		t.Errorf("member list has %d members after s4 joined, want 4: %+v", len(list.Members), list.Members)
 	}
-	if out := mustRun(t, c.etcdctlArgs(c.member(t, "s4").storeURL(), "get", "greeting", "--print-value-only")...).stdout; out != "hello\n" {
-		t.Errorf("s4 does not serve the cluster's data: get greeting printed %q", out)
+	if out := mustRun(t, c.etcdctlArgs(c.member(t, "s4").storeURL(), "get", "join/before", "--print-value-only")...).stdout; out != "v\n" {
+		t.Errorf("s4 does not serve the cluster's data: get join/before printed %q", out)
 	}
 
 	c.join(t, "s5", "--learner")

@@ -9,6 +9,7 @@ import (
 )
 
 func testRestart(t *testing.T, c *cluster) {
+	c.etcdctl(t, "put", "restart/before", "kept")
 	s3 := c.member(t, "s3")
 	if err := s3.stop(); err != nil {
 		t.Errorf("s3 did not exit cleanly on SIGTERM: %v\n%s", err, s3.logTail(10))
@@ -40,7 +41,7 @@ func testRestart(t *testing.T, c *cluster) {
 	want := "restart/k0\nrestart/k1\nrestart/k2\n"
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out := mustRun(t, c.etcdctlArgs(s3.storeURL(), "get", "restart/", "--prefix", "--keys-only", "--consistency", "s")...).stdout
+		out := mustRun(t, c.etcdctlArgs(s3.storeURL(), "get", "restart/k", "--prefix", "--keys-only", "--consistency", "s")...).stdout
 		if compact(out) == want {
 			break
 		}
@@ -49,7 +50,7 @@ func testRestart(t *testing.T, c *cluster) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if out := mustRun(t, c.etcdctlArgs(s3.storeURL(), "get", "greeting", "--print-value-only", "--consistency", "s")...).stdout; out != "hello\n" {
+	if out := mustRun(t, c.etcdctlArgs(s3.storeURL(), "get", "restart/before", "--print-value-only", "--consistency", "s")...).stdout; out != "kept\n" {
 		t.Errorf("restarted s3 lost the key written before its restart: got %q", out)
 	}
 }
