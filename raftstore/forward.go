@@ -138,7 +138,7 @@ func (f *forwarder) send(batch []*forwardReq) {
 		payload = binary.AppendUvarint(payload, uint64(len(req.data)))
 		payload = append(payload, req.data...)
 	}
-	ctx, cancel := context.WithTimeout(f.s.ctx, f.s.cfg.RequestTimeout)
+	ctx, cancel := f.s.untilLeaderChange(f.s.ctx, f.s.cfg.RequestTimeout)
 	defer cancel()
 	out := new(wrapperspb.BytesValue)
 	if err := conn.Invoke(ctx, peerMethodProposeBatch, wrapperspb.Bytes(payload), out); err != nil {

@@ -61,6 +61,22 @@ func (s *Server) propose(ctx context.Context, t commandType, msg proto.Message) 
 	}
 }
 
+// untilLeaderChange derives a context that also ends when the leader
+// changes, so that a call stuck on a deposed or unreachable leader gives up
+// at once instead of holding its callers until the timeout.
+func (s *Server) untilLeaderChange(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	changed := s.leaderSig.wait()
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func (s *Server) timeoutError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		if addr, _ := s.raft.LeaderWithID(); addr == "" {
@@ -167,6 +183,8 @@ func (s *Server) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := s.untilLeaderChange(ctx, s.cfg.RequestTimeout)
+	defer cancel()
 	out := new(wrapperspb.UInt64Value)
 	if err := conn.Invoke(ctx, peerMethodReadIndex, &wrapperspb.UInt64Value{}, out); err != nil {
 		return 0, err
