@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"context"
-	"crypto/sha256"
 	"io"
 	"time"
 
@@ -75,30 +74,35 @@ func (m *maintenanceServer) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenanc
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(snap.(*fsmSnapshot).writeTo(pw))
+		pw.CloseWithError(writeSnapshotFileBody(pw, snap.(*fsmSnapshot)))
 	}()
 	defer pr.Close()
-	h := sha256.New()
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, 64*1024)
+	var pending []byte
 	for {
-		n, err := pr.Read(buf)
+		n, err := io.ReadFull(pr, buf)
 		if n > 0 {
-			h.Write(buf[:n])
-			resp := &pb.SnapshotResponse{Blob: append([]byte(nil), buf[:n]...), RemainingBytes: 1, Version: APIVersion}
-			s.fillHeader(&resp.Header)
-			if err := stream.Send(resp); err != nil {
-				return err
+			// Hold one chunk back so the last one can say RemainingBytes 0.
+			if pending != nil {
+				if err := m.sendChunk(stream, pending, 1); err != nil {
+					return err
+				}
 			}
+			pending = append([]byte(nil), buf[:n]...)
 		}
-		if err == io.EOF {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break
 		}
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
 	}
-	resp := &pb.SnapshotResponse{Blob: h.Sum(nil), RemainingBytes: 0, Version: APIVersion}
-	s.fillHeader(&resp.Header)
+	return m.sendChunk(stream, pending, 0)
+}
+
+func (m *maintenanceServer) sendChunk(stream pb.Maintenance_SnapshotServer, blob []byte, remaining uint64) error {
+	resp := &pb.SnapshotResponse{Blob: blob, RemainingBytes: remaining, Version: APIVersion}
+	m.s.fillHeader(&resp.Header)
 	return stream.Send(resp)
 }
 

@@ -22,9 +22,26 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// A snapshot file is the state snapshot stream (header, then MVCC records)
-// followed by the SHA-256 of everything before it. The Maintenance
-// Snapshot RPC streams exactly these bytes.
+// A snapshot file is the state snapshot stream (header, then MVCC records),
+// zero padding to a multiple of 512 bytes, and the SHA-256 of everything
+// before it. The Maintenance Snapshot RPC streams exactly these bytes; the
+// padding lets etcd's own `etcdctl snapshot save` accept them too.
+
+// writeSnapshotFileBody writes the file form of snap to w.
+func writeSnapshotFileBody(w io.Writer, snap *fsmSnapshot) error {
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(w, h)}
+	if err := snap.writeTo(cw); err != nil {
+		return err
+	}
+	if pad := (512 - cw.n%512) % 512; pad > 0 {
+		if _, err := cw.Write(make([]byte, pad)); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(h.Sum(nil))
+	return err
+}
 
 // SnapshotInfo describes a snapshot file.
 type SnapshotInfo struct {
@@ -289,12 +306,7 @@ func (s *Server) writeSnapshotFile(path string) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	h := sha256.New()
-	if err := snap.(*fsmSnapshot).writeTo(io.MultiWriter(f, h)); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(h.Sum(nil)); err != nil {
+	if err := writeSnapshotFileBody(f, snap.(*fsmSnapshot)); err != nil {
 		f.Close()
 		return err
 	}

@@ -49,6 +49,17 @@ func testSnapshotRestore(t *testing.T, c *cluster) {
 
 	t.Run("TruncatedFileIsRefused", func(t *testing.T) { testTruncatedSnapshot(t, file) })
 
+	t.Run("EtcdctlSnapshotSaveGivesTheSameFile", func(t *testing.T) {
+		// etcd's own client checks the stream's trailing SHA-256 too.
+		viaEtcdctl := filepath.Join(t.TempDir(), "etcdctl.snap")
+		mustRun(t, c.etcdctlArgs(c.members[1].storeURL(), "snapshot", "save", viaEtcdctl)...)
+		st := snapshotStatus(t, viaEtcdctl)
+		if st["revision"] != status["revision"] || st["hash (HashKV)"] != status["hash (HashKV)"] {
+			t.Fatalf("etcdctl's snapshot: revision %s hash %s, cairn's: revision %s hash %s",
+				st["revision"], st["hash (HashKV)"], status["revision"], status["hash (HashKV)"])
+		}
+	})
+
 	restored := newCluster(t, c.pki, "restored", "r1", "r2", "r3")
 	for _, m := range restored.members {
 		mustRun(t, "snapshot", "restore", file, "--name", m.name, "--data-dir", m.dataDir,
