@@ -456,6 +456,11 @@ func TestQuotaRaisesNoSpaceAlarm(t *testing.T) {
 func TestMoveLeader(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := ctxT(t)
+	// etcdctl's status table divides by the database size: even an empty
+	// store must report one.
+	if st, err := c.client(0).Status(ctx, "https://"+c.stores[0]); err != nil || st.DbSize <= 0 {
+		t.Fatalf("status of an empty store: %+v %v", st, err)
+	}
 	leader := c.waitLeader()
 	target := (leader + 1) % 3
 	if _, err := c.client(target).MoveLeader(ctx, c.servers[target].MemberID()); err != nil {

@@ -154,7 +154,7 @@ func (s *Server) watchQuota() {
 			return
 		case <-t.C:
 		}
-		size := s.fsm.store.Size()
+		size := s.dbSize()
 		s.metrics.dbSize.Set(float64(size))
 		if !s.ready.Load() || size <= s.cfg.QuotaBytes || s.fsm.noSpace() {
 			continue

@@ -24,11 +24,12 @@ type maintenanceServer struct {
 func (m *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
 	s := m.s
 	_, leaderID := s.raft.LeaderWithID()
+	size := s.dbSize()
 	resp := &pb.StatusResponse{
 		Version:          APIVersion,
 		StorageVersion:   APIVersion,
-		DbSize:           s.fsm.store.Size(),
-		DbSizeInUse:      s.fsm.store.Size(),
+		DbSize:           size,
+		DbSizeInUse:      size,
 		DbSizeQuota:      s.cfg.QuotaBytes,
 		Leader:           parseMemberID(leaderID),
 		RaftIndex:        s.raft.LastIndex(),
@@ -45,6 +46,13 @@ func (m *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*p
 	s.fillHeader(&resp.Header)
 	return resp, nil
 }
+
+// baseDBSize is the fixed part of the reported database size (headers and
+// tables), so that even an empty store reports a non-zero size, as etcd's
+// bbolt file does; tools divide by it.
+const baseDBSize = 4096
+
+func (s *Server) dbSize() int64 { return s.fsm.store.Size() + baseDBSize }
 
 func (s *Server) isLearner() bool {
 	f := s.raft.GetConfiguration()
