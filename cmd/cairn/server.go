@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"cairn/internal/pki"
 	"cairn/raftstore"
 
+	gometrics "github.com/hashicorp/go-metrics"
+	gmprom "github.com/hashicorp/go-metrics/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -59,6 +62,7 @@ Restart with the same --data-dir to rejoin with all data.`,
 	f.Bool("learner", false, "with --join: join as a non-voting learner (promote later with `cairn etcdctl member promote`)")
 	f.StringSlice("disable", nil, "components not to run: "+strings.Join(knownComponents, ","))
 	f.String("metrics-listen", "", "address for Prometheus /metrics and /health (plain HTTP); empty: off")
+	f.Bool("enable-pprof", false, "also serve Go profiles under /debug/pprof/ on --metrics-listen")
 	f.Duration("heartbeat-timeout", raftstore.DefaultHeartbeatTimeout, "time without leader contact before a follower starts an election")
 	f.Duration("election-timeout", raftstore.DefaultElectionTimeout, "time a candidate waits for votes")
 	f.Duration("leader-lease-timeout", raftstore.DefaultLeaderLeaseTimeout, "time a leader keeps leading without quorum contact (at most --heartbeat-timeout)")
@@ -141,6 +145,9 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = reg
+	if err := exportRaftMetrics(reg); err != nil {
+		return err
+	}
 
 	srv, err := raftstore.New(cfg)
 	if err != nil {
@@ -156,6 +163,11 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.Handle("/health", srv.HealthHandler())
+		if on, _ := f.GetBool("enable-pprof"); on {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("--metrics-listen %s: %w", addr, err)
@@ -232,4 +244,20 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// exportRaftMetrics publishes hashicorp/raft's own timings (commit time,
+// log dispatch, follower appends, FSM apply) as cairn_raft_* summaries.
+// Raft reports them through go-metrics' process-wide sink.
+func exportRaftMetrics(reg prometheus.Registerer) error {
+	sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: reg, Expiration: time.Minute})
+	if err != nil {
+		return err
+	}
+	conf := gometrics.DefaultConfig("cairn")
+	conf.EnableHostname = false
+	conf.EnableRuntimeMetrics = false
+	conf.EnableServiceLabel = false
+	_, err = gometrics.NewGlobal(conf, sink)
+	return err
 }
