@@ -46,7 +46,10 @@ type Config struct {
 	// SnapshotThreshold is how many log entries trigger a Raft snapshot and
 	// log truncation.
 	SnapshotThreshold uint64
-	LogStore          string // "boltdb" (default) or "wal"
+	// TrailingLogs is how many entries a Raft snapshot leaves in the log,
+	// so that a briefly lagging follower catches up without a snapshot.
+	TrailingLogs uint64
+	LogStore     string // "boltdb" (default) or "wal"
 
 	QuotaBytes      int64
 	MaxRequestBytes int
@@ -85,6 +88,7 @@ const (
 	DefaultQuotaBytes         = 2 << 30
 	DefaultMaxRequestBytes    = 1536 * 1024
 	DefaultSnapshotThreshold  = 20000
+	DefaultTrailingLogs       = 10240
 	DefaultMaxAppendEntries   = 256
 )
 
@@ -136,6 +140,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = DefaultTrailingLogs
 	}
 	if c.QuotaBytes == 0 {
 		c.QuotaBytes = DefaultQuotaBytes

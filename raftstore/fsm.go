@@ -306,6 +306,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.applied.Store(h.Applied)
 	f.waiter.advance(h.Applied)
+	f.log.Info("state restored from a snapshot", "revision", h.Revision, "applied_index", h.Applied, "keys", f.store.KeyCount())
 	return nil
 }
 

@@ -173,7 +173,7 @@ func (s *Server) prepareDataDir() (bootstrap bool, err error) {
 		if len(cfg.InitialCluster) > 0 && meta.Origin != originJoin {
 			want := clusterIDFor(cfg.InitialCluster, cfg.InitialClusterToken)
 			if want != meta.ClusterID {
-				return false, fmt.Errorf("raftstore: data dir %s belongs to cluster %016x, but --initial-cluster/--initial-cluster-token describe cluster %016x: start with the flags this data dir was created with, or use a new empty --data-dir to create a new cluster",
+				return false, fmt.Errorf("raftstore: data dir %s belongs to cluster %016x, but --initial-cluster/--initial-cluster-token describe cluster %016x: restart with the flags it was created with, or without --initial-cluster (only a bootstrap needs it); use a new empty --data-dir for a new cluster",
 					cfg.DataDir, meta.ClusterID, want)
 			}
 		}
@@ -267,7 +267,7 @@ func (s *Server) startRaft(bootstrap bool) error {
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = 30 * time.Second
-	rc.TrailingLogs = 10240
+	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = s.raftLog
 	rc.NoLegacyTelemetry = true
 
