@@ -57,7 +57,38 @@ func (s *Server) members() ([]*pb.Member, error) {
 	return out, nil
 }
 
-// leaderCluster returns a Cluster client for the leader's peer port, or nil
+// onLeader runs local when this replica leads, and otherwise makes the same
+// call on the leader over the peer port (which serves the Cluster and
+// Maintenance services too), waiting through an election if need be.
+func onLeader[Req, Resp any, Client any](s *Server, ctx context.Context, req Req,
+	remote func(Client, context.Context, Req, ...grpc.CallOption) (Resp, error),
+	local func(context.Context, Req) (Resp, error)) (Resp, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	conn, err := s.leaderPeerConn(ctx)
+	if err != nil {
+		var zero Resp
+		return zero, toGRPC(err)
+	}
+	if conn == nil {
+		return local(ctx, req)
+	}
+	return remote(newClient[Client](conn), ctx, req)
+}
+
+// newClient builds the generated gRPC client of type C on conn.
+func newClient[C any](conn *grpc.ClientConn) C {
+	var c any
+	switch any((*C)(nil)).(type) {
+	case *pb.ClusterClient:
+		c = pb.NewClusterClient(conn)
+	case *pb.MaintenanceClient:
+		c = pb.NewMaintenanceClient(conn)
+	}
+	return c.(C)
+}
+
+// leaderPeerConn returns a connection to the leader's peer port, or nil
 // when this replica leads.
 func (s *Server) leaderPeerConn(ctx context.Context) (*grpc.ClientConn, error) {
 	for {
@@ -93,16 +124,12 @@ func peerAddrFromURLs(urls []string) (string, error) {
 }
 
 func (c *clusterServer) MemberAdd(ctx context.Context, req *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	return onLeader(c.s, ctx, req, pb.ClusterClient.MemberAdd, c.localAdd)
+}
+
+// localAdd runs on the leader.
+func (c *clusterServer) localAdd(ctx context.Context, req *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
 	s := c.s
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := s.leaderPeerConn(ctx)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if conn != nil {
-		return pb.NewClusterClient(conn).MemberAdd(ctx, req)
-	}
 	addr, err := peerAddrFromURLs(req.PeerURLs)
 	if err != nil {
 		return nil, err
@@ -134,16 +161,12 @@ func (c *clusterServer) MemberAdd(ctx context.Context, req *pb.MemberAddRequest)
 }
 
 func (c *clusterServer) MemberRemove(ctx context.Context, req *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	return onLeader(c.s, ctx, req, pb.ClusterClient.MemberRemove, c.localRemove)
+}
+
+// localRemove runs on the leader.
+func (c *clusterServer) localRemove(ctx context.Context, req *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
 	s := c.s
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := s.leaderPeerConn(ctx)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if conn != nil {
-		return pb.NewClusterClient(conn).MemberRemove(ctx, req)
-	}
 	if _, err := s.findMember(req.ID); err != nil {
 		return nil, err
 	}
@@ -177,16 +200,12 @@ func (s *Server) findMember(id uint64) (*pb.Member, error) {
 }
 
 func (c *clusterServer) MemberUpdate(ctx context.Context, req *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
+	return onLeader(c.s, ctx, req, pb.ClusterClient.MemberUpdate, c.localUpdate)
+}
+
+// localUpdate runs on the leader.
+func (c *clusterServer) localUpdate(ctx context.Context, req *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
 	s := c.s
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := s.leaderPeerConn(ctx)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if conn != nil {
-		return pb.NewClusterClient(conn).MemberUpdate(ctx, req)
-	}
 	m, err := s.findMember(req.ID)
 	if err != nil {
 		return nil, err
@@ -212,16 +231,12 @@ func (c *clusterServer) MemberUpdate(ctx context.Context, req *pb.MemberUpdateRe
 }
 
 func (c *clusterServer) MemberPromote(ctx context.Context, req *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
+	return onLeader(c.s, ctx, req, pb.ClusterClient.MemberPromote, c.localPromote)
+}
+
+// localPromote runs on the leader.
+func (c *clusterServer) localPromote(ctx context.Context, req *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
 	s := c.s
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := s.leaderPeerConn(ctx)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if conn != nil {
-		return pb.NewClusterClient(conn).MemberPromote(ctx, req)
-	}
 	m, err := s.findMember(req.ID)
 	if err != nil {
 		return nil, err

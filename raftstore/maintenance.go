@@ -165,16 +165,12 @@ func (m *maintenanceServer) Alarm(ctx context.Context, req *pb.AlarmRequest) (*p
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, req *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	return onLeader(m.s, ctx, req, pb.MaintenanceClient.MoveLeader, m.localMoveLeader)
+}
+
+// localMoveLeader runs on the leader.
+func (m *maintenanceServer) localMoveLeader(ctx context.Context, req *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
 	s := m.s
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := s.leaderPeerConn(ctx)
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	if conn != nil {
-		return pb.NewMaintenanceClient(conn).MoveLeader(ctx, req)
-	}
 	target, err := s.findMember(req.TargetID)
 	if err != nil {
 		return nil, err
