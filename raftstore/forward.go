@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -142,7 +143,12 @@ func (f *forwarder) send(batch []*forwardReq) {
 	defer cancel()
 	out := new(wrapperspb.BytesValue)
 	if err := conn.Invoke(ctx, peerMethodProposeBatch, wrapperspb.Bytes(payload), out); err != nil {
-		finish(forwardResult{err: err, retry: notSent(err)})
+		if notSent(err) {
+			finish(forwardResult{retry: true})
+			return
+		}
+		// The leader may have applied the batch: the outcome is unknown.
+		finish(forwardResult{err: rpctypes.ErrGRPCTimeoutDueToLeaderFail})
 		return
 	}
 	results, err := splitFrames(out.Value)

@@ -5,6 +5,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -153,7 +155,25 @@ func (s *Server) write(ctx context.Context, t commandType, req proto.Message) (p
 	}
 	resp, err := s.propose(ctx, t, req)
 	if err != nil {
-		return nil, toGRPC(err)
+		return nil, clientError(ctx, err)
 	}
 	return resp, nil
+}
+
+// clientError maps an error for a client whose request may have taken
+// effect. etcd clients resend a request that failed with Canceled or
+// DeadlineExceeded while their own context is still live, which for a
+// write that did take effect would apply it twice; so a cancellation or
+// timeout inside the cluster (a forward cut short by a leader change, say)
+// is reported as etcd's Unavailable "request timed out" instead.
+func clientError(ctx context.Context, err error) error {
+	err = toGRPC(err)
+	if ctx.Err() != nil {
+		return err
+	}
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded:
+		return rpctypes.ErrGRPCTimeout
+	}
+	return err
 }

@@ -209,6 +209,10 @@ func (c *cluster) close(t *testing.T) {
 			}
 			t.Logf("server logs kept in %s", logs)
 		}
+		if os.Getenv("CAIRN_LIN_KEEP_DATA") != "" {
+			t.Logf("data dirs kept in %s", c.dir)
+			return
+		}
 	}
 	os.RemoveAll(c.dir)
 }
