@@ -14,5 +14,6 @@
 // -short). CAIRN_BIN names the server binary; without it the test builds one.
 // Partition faults need root and iptables: without them the test skips those
 // faults, unless CAIRN_REQUIRE_PRIVILEGED=1, which turns the skip into a
-// failure.
+// failure. On a failure the server logs are kept; set CAIRN_LIN_KEEP_DATA=1
+// to keep the data dirs too, for reading the Raft logs afterwards.
 package linearizability
