@@ -1,0 +1,63 @@
+// Package registry is the catalogue of API resources the API server serves:
+// for each one its names, scope, subresources, Go types and the strategy
+// that defaults, prepares and validates objects, as Kubernetes' own
+// registries do.
+package registry
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource describes one served resource, e.g. apps/v1 deployments.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string // e.g. "Deployment"
+	ListKind   string // e.g. "DeploymentList"
+	Namespaced bool
+	ShortNames []string // e.g. "deploy"
+	Categories []string // e.g. "all"
+	// Subresources served besides the main resource, e.g. "status", "scale".
+	Subresources []string
+	New          func() runtime.Object
+	NewList      func() runtime.Object
+	Strategy     Strategy
+}
+
+// GVK returns the resource's group, version and kind.
+func (r *Resource) GVK() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
+
+// HasSubresource reports whether sub (e.g. "status") is served.
+func (r *Resource) HasSubresource(sub string) bool {
+	for _, s := range r.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// Strategy holds a resource's rules. The generic REST layer handles what
+// all objects share (name, uid, creationTimestamp, resourceVersion,
+// generation, deletion); the strategy handles what is specific to the type.
+// Validation failures become 422 responses with the field causes.
+type Strategy interface {
+	// Default fills unset fields as Kubernetes' defaulting does.
+	Default(obj runtime.Object)
+	// PrepareForCreate clears what a client may not set on create (status,
+	// for resources with a status subresource).
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate keeps what an update of the main resource may not
+	// change (status, for resources with a status subresource).
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	// PrepareStatusForUpdate keeps everything but status from old.
+	PrepareStatusForUpdate(ctx context.Context, obj, old runtime.Object)
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// SpecChanged reports whether an update changes the spec, which bumps
+	// metadata.generation.
+	SpecChanged(obj, old runtime.Object) bool
+}
