@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 		newSnapshotCmd(),
 		newEtcdctlCmd(),
 		newBenchCmd(),
+		newKubeconfigCmd(),
 	)
 	return root
 }
