@@ -1,0 +1,32 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes err as a Kubernetes Status; errors that are not API
+// errors become 500s.
+func writeError(w http.ResponseWriter, err error) {
+	st, ok := err.(apierrors.APIStatus)
+	if !ok {
+		st = apierrors.NewInternalError(err)
+	}
+	status := st.Status()
+	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	code := int(status.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, &status)
+}

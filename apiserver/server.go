@@ -1,0 +1,174 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"time"
+
+	"cairn/apiserver/authn"
+	"cairn/apiserver/registry"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// Config is what an API server needs.
+type Config struct {
+	// Listen is the HTTPS address, e.g. 127.0.0.1:6443.
+	Listen string
+	// TLS serves the API; it should request client certificates from the
+	// cluster CA (tls.VerifyClientCertIfGiven) so they can authenticate.
+	TLS           *tls.Config
+	Authenticator authn.Authenticator
+	Resources     []*registry.Resource
+	// Ready reports whether the store can serve (a quorum is reachable);
+	// /readyz fails while it returns an error.
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+	// GitVersion is reported by /version.
+	GitVersion string
+}
+
+// Server serves the Kubernetes REST API.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	discovery *discovery
+	resources map[schema.GroupVersionResource]*registry.Resource
+	http      *http.Server
+}
+
+// KubernetesVersion is the Kubernetes API version this server implements.
+const KubernetesVersion = "v1.37.2"
+
+// New builds an API server; Serve starts it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Authenticator == nil {
+		return nil, errors.New("apiserver: an authenticator is required (anonymous requests are refused)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "apiserver"),
+		discovery: newDiscovery(cfg.Resources),
+		resources: map[schema.GroupVersionResource]*registry.Resource{},
+	}
+	for _, r := range cfg.Resources {
+		s.resources[r.GVR] = r
+	}
+	s.http = &http.Server{Handler: s.Handler(), TLSConfig: cfg.TLS, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server, ending open watches.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+// Handler returns the API's HTTP handler: health endpoints are open, the
+// rest requires an authenticated user.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/livez", "/healthz":
+			writeText(w, http.StatusOK, "ok")
+			return
+		case "/readyz":
+			s.serveReady(w, r)
+			return
+		}
+		user, ok, err := s.cfg.Authenticator.Authenticate(r)
+		if err != nil || !ok {
+			msg := "Unauthorized"
+			if err != nil {
+				msg = err.Error()
+			}
+			writeError(w, apierrors.NewUnauthorized(msg))
+			return
+		}
+		r = r.WithContext(withUser(r.Context(), user))
+		s.serveAuthenticated(w, r)
+	})
+}
+
+func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/version" {
+		writeJSON(w, http.StatusOK, s.version())
+		return
+	}
+	if r.Method == http.MethodGet && s.discovery.serve(w, r) {
+		return
+	}
+	info, ok := parseRequestInfo(r)
+	if !ok {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	res, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
+	if !ok {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, ""))
+		return
+	}
+	s.serveResource(w, r, info, res)
+}
+
+// serveResource handles the REST verbs on one resource.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) {
+	writeError(w, apierrors.NewMethodNotSupported(res.GVR.GroupResource(), info.Verb))
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeText(w, http.StatusServiceUnavailable, fmt.Sprintf("[-]store failed: %v\nreadyz check failed", err))
+			return
+		}
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+func (s *Server) version() *version.Info {
+	return &version.Info{
+		Major: "1", Minor: "37", GitVersion: KubernetesVersion + "+cairn-" + s.cfg.GitVersion,
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+func writeText(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
+
+type userKey struct{}
+
+func withUser(ctx context.Context, u *authn.User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the authenticated user of a request context.
+func UserFrom(ctx context.Context) (*authn.User, bool) {
+	u, ok := ctx.Value(userKey{}).(*authn.User)
+	return u, ok
+}
