@@ -14,7 +14,7 @@ import (
 // from the registry, so kubectl and client-go find every resource, its
 // short names, categories, verbs and subresources.
 type discovery struct {
-	groups    []metav1.APIGroup                          // non-core groups, in registry order
+	groups    []metav1.APIGroup // non-core groups, in registry order
 	resources map[schema.GroupVersion]*metav1.APIResourceList
 }
 
@@ -100,8 +100,8 @@ func (d *discovery) serve(w http.ResponseWriter, r *http.Request) (ok bool) {
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
 		writeJSON(w, http.StatusOK, &metav1.APIVersions{
-			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
-			Versions: []string{"v1"},
+			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+			Versions:                   []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}},
 		})
 	case len(parts) == 1 && parts[0] == "apis":
