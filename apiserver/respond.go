@@ -6,6 +6,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // writeJSON writes v as a JSON response.
@@ -30,3 +32,9 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	writeJSON(w, code, &status)
 }
+
+var schemaless = schema.GroupResource{}
+
+func jsonUnmarshal(b []byte, v any) error { return utiljson.Unmarshal(b, v) }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

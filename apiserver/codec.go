@@ -1,0 +1,109 @@
+package apiserver
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// Media types the API speaks, as Kubernetes does.
+const (
+	mediaJSON     = "application/json"
+	mediaYAML     = "application/yaml"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// codecs serializes API objects in every media type clients use.
+var codecs = serializer.NewCodecFactory(scheme.Scheme)
+
+// strictJSON rejects unknown and duplicate fields, for fieldValidation=Strict.
+var strictJSON = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{Strict: true})
+
+// outputMedia picks the response media type from the Accept header.
+type outputMedia struct {
+	mediaType string
+	table     bool // as=Table;g=meta.k8s.io
+}
+
+func negotiateOutput(r *http.Request) outputMedia {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if params["as"] == "Table" {
+			if mt == mediaJSON || mt == "*/*" {
+				return outputMedia{mediaType: mediaJSON, table: true}
+			}
+			continue
+		}
+		if params["as"] != "" {
+			continue // PartialObjectMetadata and others: fall back to the object itself
+		}
+		switch mt {
+		case mediaJSON, mediaYAML, mediaProtobuf:
+			return outputMedia{mediaType: mt}
+		}
+	}
+	return outputMedia{mediaType: mediaJSON}
+}
+
+// encoderFor returns an encoder that writes objects of gv in media.
+func encoderFor(media string, gv schema.GroupVersion) (runtime.Encoder, error) {
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media)
+	if !ok {
+		return nil, fmt.Errorf("apiserver: unsupported media type %q", media)
+	}
+	return codecs.EncoderForVersion(info.Serializer, gv), nil
+}
+
+// decodeBody decodes a request body into into, by its Content-Type.
+// strict rejects unknown or duplicate fields (JSON and YAML).
+func decodeBody(r *http.Request, body []byte, into runtime.Object, strict bool) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil {
+		mt = mediaJSON
+	}
+	var dec runtime.Decoder
+	switch {
+	case mt == mediaJSON && strict:
+		dec = strictJSON
+	case mt == mediaYAML && strict:
+		dec = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{Yaml: true, Strict: true})
+	default:
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mt)
+		if !ok {
+			return errUnsupportedMediaType(mt)
+		}
+		dec = info.Serializer
+	}
+	obj, _, err := dec.Decode(body, nil, into)
+	if err != nil {
+		if runtime.IsStrictDecodingError(err) {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
+	}
+	if obj != into {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is a %T, not a %T", obj, into))
+	}
+	return nil
+}
+
+// errUnsupportedMediaType is Kubernetes' 415 for a body it cannot read.
+func errUnsupportedMediaType(mt string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf) + " (got " + mt + ")",
+	}}
+}
