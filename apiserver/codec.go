@@ -63,7 +63,9 @@ func encoderFor(media string, gv schema.GroupVersion) (runtime.Encoder, error) {
 	if !ok {
 		return nil, fmt.Errorf("apiserver: unsupported media type %q", media)
 	}
-	return codecs.EncoderForVersion(info.Serializer, gv), nil
+	// Tables and Status are meta.k8s.io/v1 and v1 objects whatever the
+	// resource's group.
+	return codecs.EncoderForVersion(info.Serializer, schema.GroupVersions{gv, metav1.SchemeGroupVersion, {Version: "v1"}}), nil
 }
 
 // decodeBody decodes a request body into into, by its Content-Type.

@@ -1,11 +1,17 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
+
+	"cairn/apiserver/printers"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
@@ -38,3 +44,49 @@ var schemaless = schema.GroupResource{}
 func jsonUnmarshal(b []byte, v any) error { return utiljson.Unmarshal(b, v) }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// respond encodes obj in the media type the client asked for, as a Table
+// when it asked for one.
+func (h *restHandler) respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) error {
+	media := negotiateOutput(r)
+	if media.table {
+		table, err := h.table(r, obj)
+		if err != nil {
+			return err
+		}
+		obj = table
+	}
+	enc, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	var buf bytes.Buffer
+	if err := enc.Encode(obj, &buf); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	w.Header().Set("Content-Type", media.mediaType)
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+	return nil
+}
+
+// table renders obj (an object or a list) with the resource's columns.
+func (h *restHandler) table(r *http.Request, obj runtime.Object) (*metav1.Table, error) {
+	table, err := printers.ToTable(obj, true, time.Now())
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if err := printers.SetIncludeObject(table, metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if l, ok := obj.(metav1.ListInterface); ok {
+		table.ResourceVersion = l.GetResourceVersion()
+		table.Continue = l.GetContinue()
+		table.RemainingItemCount = l.GetRemainingItemCount()
+	} else if m, err := metaOf(obj); err == nil {
+		table.ResourceVersion = m.GetResourceVersion()
+	}
+	return table, nil
+}
+
+func extractList(list runtime.Object) ([]runtime.Object, error) { return meta.ExtractList(list) }

@@ -13,6 +13,7 @@ import (
 
 	"cairn/apiserver/authn"
 	"cairn/apiserver/registry"
+	"cairn/apiserver/storage"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,11 @@ type Config struct {
 	Logger *slog.Logger
 	// GitVersion is reported by /version.
 	GitVersion string
+	// EventTTL is how long events are kept (Kubernetes' --event-ttl).
+	EventTTL time.Duration
+	// Storage reaches the store; one object store per resource is built
+	// on it.
+	Storage storage.Backend
 }
 
 // Server serves the Kubernetes REST API.
@@ -42,6 +48,7 @@ type Server struct {
 	log       *slog.Logger
 	discovery *discovery
 	resources map[schema.GroupVersionResource]*registry.Resource
+	handlers  map[schema.GroupVersionResource]*restHandler
 	http      *http.Server
 }
 
@@ -56,17 +63,34 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.EventTTL == 0 {
+		cfg.EventTTL = time.Hour
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "apiserver"),
 		discovery: newDiscovery(cfg.Resources),
 		resources: map[schema.GroupVersionResource]*registry.Resource{},
 	}
+	s.handlers = map[schema.GroupVersionResource]*restHandler{}
 	for _, r := range cfg.Resources {
 		s.resources[r.GVR] = r
+		st := storage.NewStore(cfg.Storage, "/registry/"+r.GVR.Resource, r.New, r.NewList,
+			storage.StoreOptions{Logger: s.log.With("resource", r.GVR.GroupResource().String()), Resource: r.GVR.GroupResource()})
+		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st}
 	}
 	s.http = &http.Server{Handler: s.Handler(), TLSConfig: cfg.TLS, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
+}
+
+// Start runs the watch caches, the store compactor and the creation of
+// the system namespaces until ctx ends.
+func (s *Server) Start(ctx context.Context) {
+	for _, h := range s.handlers {
+		go h.store.Run(ctx)
+	}
+	go storage.RunCompactor(ctx, s.cfg.Storage.KV, storage.DefaultCompactionInterval, s.log)
+	go s.ensureSystemObjects(ctx)
 }
 
 // Serve serves on ln until Shutdown.
@@ -133,7 +157,25 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 
 // serveResource handles the REST verbs on one resource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) {
-	writeError(w, apierrors.NewMethodNotSupported(res.GVR.GroupResource(), info.Verb))
+	s.handlers[res.GVR].serve(w, r, info)
+}
+
+// namespaceExists refuses to create objects in a namespace that does not
+// exist or is being deleted, as Kubernetes' admission does.
+func (s *Server) namespaceExists(ctx context.Context, name string) error {
+	h, ok := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]
+	if !ok {
+		return nil
+	}
+	obj, err := h.store.Get(ctx, h.key("", name), storage.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		return err
+	}
+	if m, err := metaOf(obj); err == nil && m.GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+	}
+	return nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 func TestLocalClientsServeTheEtcdAPIInProcess(t *testing.T) {
@@ -13,10 +14,11 @@ func TestLocalClientsServeTheEtcdAPIInProcess(t *testing.T) {
 	// A follower's in-process clients, as a co-located API server uses them.
 	follower := (c.waitLeader() + 1) % 3
 	local := c.servers[follower].Local()
-	kv := clientv3.NewKVFromKVClient(local.KV, nil)
-	watcher := clientv3.NewWatchFromWatchClient(local.Watch, nil)
+	quiet := clientv3.NewCtxClient(ctx, clientv3.WithZapLogger(zap.NewNop()))
+	kv := clientv3.NewKVFromKVClient(local.KV, quiet)
+	watcher := clientv3.NewWatchFromWatchClient(local.Watch, quiet)
 	defer watcher.Close()
-	lease := clientv3.NewLeaseFromLeaseClient(local.Lease, nil, time.Second)
+	lease := clientv3.NewLeaseFromLeaseClient(local.Lease, quiet, time.Second)
 	defer lease.Close()
 
 	w := watcher.Watch(ctx, "local/", clientv3.WithPrefix(), clientv3.WithPrevKV())

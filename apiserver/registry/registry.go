@@ -7,6 +7,8 @@ package registry
 import (
 	"context"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,6 +27,24 @@ type Resource struct {
 	New          func() runtime.Object
 	NewList      func() runtime.Object
 	Strategy     Strategy
+	// SelectableFields returns the field set a fieldSelector is matched
+	// against: metadata.name, metadata.namespace for namespaced
+	// resources, and the type's own fields (e.g. spec.nodeName for pods).
+	SelectableFields func(obj runtime.Object) fields.Set
+	// Scale serves the "scale" subresource; nil when there is none.
+	Scale Scaler
+}
+
+// Scaler converts between an object and its autoscaling/v1 Scale.
+type Scaler interface {
+	// Scale returns obj's scale: replicas wanted and seen, and the pod
+	// selector as a string.
+	Scale(obj runtime.Object) (*autoscalingv1.Scale, error)
+	// SetReplicas sets obj's desired replicas; the object is then
+	// validated and stored as an update of the main resource.
+	SetReplicas(obj runtime.Object, replicas int32) error
+	// ValidateScale checks a scale request body.
+	ValidateScale(s *autoscalingv1.Scale) field.ErrorList
 }
 
 // GVK returns the resource's group, version and kind.
@@ -55,7 +75,11 @@ type Strategy interface {
 	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	// PrepareStatusForUpdate keeps everything but status from old.
 	PrepareStatusForUpdate(ctx context.Context, obj, old runtime.Object)
+	// Validate checks a new object, after Default and PrepareForCreate.
 	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an updated object in full (not only what
+	// changed) against the stored one; it serves both the main resource
+	// and the status subresource. metadata.resourceVersion must be set.
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	// SpecChanged reports whether an update changes the spec, which bumps
 	// metadata.generation.

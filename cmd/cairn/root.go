@@ -31,8 +31,10 @@ func newRootCmd() *cobra.Command {
 		newServerCmd(),
 		newSnapshotCmd(),
 		newEtcdctlCmd(),
+		newKubectlCmd(),
 		newBenchCmd(),
 		newKubeconfigCmd(),
+		newAPIServerCmd(),
 	)
 	return root
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"cairn/apiserver"
 	"cairn/internal/pki"
 	"cairn/raftstore"
 
@@ -76,6 +78,7 @@ Restart with the same --data-dir to rejoin with all data.`,
 	f.Duration("snapshot-interval", 0, "write a snapshot file into DATA/snapshots this often (0: off)")
 	f.Int("snapshot-retention", 5, "scheduled snapshot files to keep")
 	f.Duration("watch-progress-notify-interval", 10*time.Minute, "interval of progress notifications to watches that ask for them")
+	addAPIFlags(f)
 	return cmd
 }
 
@@ -131,14 +134,19 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	if cfg.DataDir == "" {
 		return errors.New("--data-dir is required")
 	}
+	var ca *pki.CA
 	if !insecure {
 		dir := str("pki-dir")
 		if dir == "" {
 			return errors.New("--pki-dir is required (create one with `cairn pki init --dir DIR`), or pass --insecure for development")
 		}
-		if cfg.TLS, cfg.CAFingerprint, err = serverTLS(dir, cfg); err != nil {
+		if ca, err = pki.LoadCA(dir); err != nil {
 			return err
 		}
+		if cfg.TLS, err = serverTLS(ca, cfg); err != nil {
+			return err
+		}
+		cfg.CAFingerprint = ca.Fingerprint()
 	} else {
 		log.Warn("TLS is off (--insecure): anyone who reaches the ports can read and write the store")
 	}
@@ -154,9 +162,23 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer srv.Close()
-	for _, c := range knownComponents {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if !contains(disabled, "apiserver") {
+		if ca == nil {
+			log.Warn("not serving the Kubernetes API: it needs TLS and client authentication; pass --pki-dir instead of --insecure")
+		} else {
+			backend, closeBackend := apiserver.LocalBackend(srv)
+			defer closeBackend()
+			if err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend,
+				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range []string{"scheduler", "controllers"} {
 		if !contains(disabled, c) {
-			log.Info("component not part of this build yet; running the store only", "component", c)
+			log.Info("component not part of this build yet", "component", c)
 		}
 	}
 	if addr := str("metrics-listen"); addr != "" {
@@ -189,11 +211,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 
 // serverTLS mints this member's serving, peer and client certificates from
 // the cluster CA for its advertised addresses.
-func serverTLS(dir string, cfg raftstore.Config) (*raftstore.TLSConfig, string, error) {
-	ca, err := pki.LoadCA(dir)
-	if err != nil {
-		return nil, "", err
-	}
+func serverTLS(ca *pki.CA, cfg raftstore.Config) (*raftstore.TLSConfig, error) {
 	hosts := []string{"localhost", "127.0.0.1"}
 	for _, a := range []string{cfg.AdvertisePeer, cfg.AdvertiseStore, cfg.PeerListen, cfg.StoreListen} {
 		if h, _, err := net.SplitHostPort(a); err == nil && h != "" && !contains(hosts, h) {
@@ -205,18 +223,18 @@ func serverTLS(dir string, cfg raftstore.Config) (*raftstore.TLSConfig, string, 
 	}
 	store, err := ca.ServerConfig(cfg.Name, hosts)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	peerServer, peerClient, err := ca.PeerConfigs(cfg.Name, hosts)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	clientCert, err := ca.IssueTLS(pki.CertRequest{CommonName: cfg.Name, Client: true})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	client := &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
-	return &raftstore.TLSConfig{Store: store, PeerServer: peerServer, PeerClient: peerClient, Client: client}, ca.Fingerprint(), nil
+	return &raftstore.TLSConfig{Store: store, PeerServer: peerServer, PeerClient: peerClient, Client: client}, nil
 }
 
 func contains(list []string, s string) bool {

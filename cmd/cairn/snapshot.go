@@ -14,6 +14,7 @@ import (
 	"cairn/raftstore"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -28,29 +29,36 @@ func newSnapshotCmd() *cobra.Command {
 }
 
 // addClientFlags adds the flags every store client command shares.
-func addClientFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringSlice("endpoints", []string{"https://127.0.0.1:2379"}, "store endpoints (comma separated)")
-	f.String("cacert", "", "CA certificate file (e.g. PKI/ca.crt)")
-	f.String("cert", "", "client certificate file (e.g. PKI/admin.crt)")
-	f.String("key", "", "client key file (e.g. PKI/admin.key)")
-	f.Bool("insecure", false, "plain connections without TLS (servers started with --insecure)")
-	f.Duration("dial-timeout", 5*time.Second, "time to wait for a connection")
+func addClientFlags(cmd *cobra.Command) { addStoreFlags(cmd.Flags(), "") }
+
+// addStoreFlags adds store client flags whose names start with prefix.
+func addStoreFlags(f *pflag.FlagSet, prefix string) {
+	f.StringSlice(prefix+"endpoints", []string{"https://127.0.0.1:2379"}, "store endpoints (comma separated)")
+	f.String(prefix+"cacert", "", "CA certificate file (e.g. PKI/ca.crt)")
+	f.String(prefix+"cert", "", "client certificate file (e.g. PKI/admin.crt)")
+	f.String(prefix+"key", "", "client key file (e.g. PKI/admin.key)")
+	f.Bool(prefix+"insecure", false, "plain connections without TLS (servers started with --insecure)")
+	f.Duration(prefix+"dial-timeout", 5*time.Second, "time to wait for a connection")
 }
 
 // newStoreClient connects to the store endpoints given by addClientFlags.
 func newStoreClient(cmd *cobra.Command) (*clientv3.Client, error) {
+	return newStoreClientFlags(cmd, "")
+}
+
+// newStoreClientFlags connects with the flags added by addStoreFlags.
+func newStoreClientFlags(cmd *cobra.Command, prefix string) (*clientv3.Client, error) {
 	f := cmd.Flags()
-	endpoints, _ := f.GetStringSlice("endpoints")
-	insecure, _ := f.GetBool("insecure")
-	dialTimeout, _ := f.GetDuration("dial-timeout")
+	endpoints, _ := f.GetStringSlice(prefix + "endpoints")
+	insecure, _ := f.GetBool(prefix + "insecure")
+	dialTimeout, _ := f.GetDuration(prefix + "dial-timeout")
 	var tlsCfg *tls.Config
 	if !insecure {
-		cacert, _ := f.GetString("cacert")
-		cert, _ := f.GetString("cert")
-		key, _ := f.GetString("key")
+		cacert, _ := f.GetString(prefix + "cacert")
+		cert, _ := f.GetString(prefix + "cert")
+		key, _ := f.GetString(prefix + "key")
 		if cacert == "" || cert == "" || key == "" {
-			return nil, errors.New("--cacert, --cert and --key are required (e.g. PKI/ca.crt, PKI/admin.crt, PKI/admin.key), or pass --insecure")
+			return nil, fmt.Errorf("--%scacert, --%scert and --%skey are required (e.g. PKI/ca.crt, PKI/admin.crt, PKI/admin.key), or pass --%sinsecure", prefix, prefix, prefix, prefix)
 		}
 		var err error
 		if tlsCfg, err = pki.ClientConfig(cacert, cert, key); err != nil {

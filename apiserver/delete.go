@@ -1,0 +1,177 @@
+package apiserver
+
+import (
+	"net/http"
+	"time"
+
+	"cairn/apiserver/storage"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// deleteOptions reads DeleteOptions from the body (kubectl sends one) or
+// from the query.
+func (h *restHandler) deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := h.readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		if err := decodeBody(r, body, opts, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := metav1.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return opts, nil
+}
+
+func (h *restHandler) delete(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	opts, err := h.deleteOptions(r)
+	if err != nil {
+		return err
+	}
+	out, err := h.deleteOne(r, info.Namespace, info.Name, opts)
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, http.StatusOK, out)
+}
+
+// deleteOne deletes an object, or only marks it (deletionTimestamp) while
+// finalizers remain or, for a scheduled pod, while its grace period runs.
+func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *metav1.DeleteOptions) (runtime.Object, error) {
+	ctx := r.Context()
+	key := h.key(namespace, name)
+	var gone bool
+	marked, err := h.store.GuaranteedUpdate(ctx, key, opts.Preconditions, func(current runtime.Object) (runtime.Object, error) {
+		if current == nil {
+			return nil, apierrors.NewNotFound(h.res.GVR.GroupResource(), name)
+		}
+		obj := current.DeepCopyObject()
+		m, _ := metaOf(obj)
+		grace := h.gracePeriod(obj, opts)
+		switch opts.PropagationPolicy {
+		case nil:
+		case ptrPolicy(metav1.DeletePropagationForeground):
+			addFinalizer(m, metav1.FinalizerDeleteDependents)
+		case ptrPolicy(metav1.DeletePropagationOrphan):
+			addFinalizer(m, metav1.FinalizerOrphanDependents)
+		}
+		if len(m.GetFinalizers()) == 0 && grace == 0 {
+			gone = true
+			return nil, errDeleteNow
+		}
+		if m.GetDeletionTimestamp() == nil {
+			now := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+			m.SetDeletionTimestamp(&now)
+			m.SetDeletionGracePeriodSeconds(&grace)
+		} else if g := m.GetDeletionGracePeriodSeconds(); g == nil || grace < *g {
+			// A shorter grace period may be asked for later (kubectl delete --now).
+			m.SetDeletionGracePeriodSeconds(&grace)
+		}
+		if dryRun(r) {
+			return nil, errDryRun
+		}
+		return obj, nil
+	}, false)
+	if err == errDryRun {
+		return h.store.Get(ctx, key, storage.GetOptions{})
+	}
+	if err != nil && !gone {
+		return nil, err
+	}
+	if !gone {
+		return marked, nil
+	}
+	if dryRun(r) {
+		return h.store.Get(ctx, key, storage.GetOptions{})
+	}
+	return h.store.Delete(ctx, key, opts.Preconditions, nil)
+}
+
+var errDeleteNow = apierrors.NewInternalError(errString("apiserver: delete now"))
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func ptrPolicy(p metav1.DeletionPropagation) *metav1.DeletionPropagation { return &p }
+
+func addFinalizer(m metav1.Object, f string) {
+	for _, x := range m.GetFinalizers() {
+		if x == f {
+			return
+		}
+	}
+	m.SetFinalizers(append(m.GetFinalizers(), f))
+}
+
+// gracePeriod is how long a pod may take to stop: the request's value,
+// else the pod's terminationGracePeriodSeconds; zero for pods that never
+// reached a node and for every other kind of object.
+func (h *restHandler) gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return 0
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	if opts.GracePeriodSeconds != nil {
+		if *opts.GracePeriodSeconds < 0 {
+			return 1
+		}
+		return *opts.GracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+func (h *restHandler) deleteCollection(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	opts, err := h.deleteOptions(r)
+	if err != nil {
+		return err
+	}
+	pred, err := h.selection(r, info)
+	if err != nil {
+		return err
+	}
+	list, err := h.store.List(r.Context(), h.prefix(info.Namespace), storage.ListOptions{Predicate: pred})
+	if err != nil {
+		return err
+	}
+	items, err := metaItems(list)
+	if err != nil {
+		return err
+	}
+	for _, m := range items {
+		if _, err := h.deleteOne(r, m.GetNamespace(), m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return h.respond(w, r, http.StatusOK, list)
+}
+
+func metaItems(list runtime.Object) ([]metav1.Object, error) {
+	objs, err := extractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, 0, len(objs))
+	for _, o := range objs {
+		m, err := metaOf(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

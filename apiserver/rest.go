@@ -1,0 +1,381 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"cairn/apiserver/registry"
+	"cairn/apiserver/storage"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// maxBodyBytes bounds request bodies (Kubernetes allows 3 MiB objects).
+const maxBodyBytes = 3 << 20
+
+// restHandler serves the verbs of one resource type over its store.
+type restHandler struct {
+	s     *Server
+	res   *registry.Resource
+	store *storage.Store
+}
+
+func (h *restHandler) key(namespace, name string) string {
+	if h.res.Namespaced {
+		return h.store.Key(namespace, name)
+	}
+	return h.store.Key("", name)
+}
+
+func (h *restHandler) prefix(namespace string) string {
+	if h.res.Namespaced {
+		return h.store.Prefix(namespace)
+	}
+	return h.store.Prefix("")
+}
+
+func (h *restHandler) serve(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	var err error
+	switch {
+	case info.Subresource == "" || info.Subresource == "status":
+		err = h.serveVerb(w, r, info)
+	default:
+		err = apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name+"/"+info.Subresource)
+	}
+	if err != nil {
+		writeError(w, err)
+	}
+}
+
+func (h *restHandler) serveVerb(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	if info.Subresource == "status" && !h.res.HasSubresource("status") {
+		return apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name+"/status")
+	}
+	switch info.Verb {
+	case "get":
+		return h.get(w, r, info)
+	case "list":
+		return h.list(w, r, info)
+	case "watch":
+		return h.watch(w, r, info)
+	case "create":
+		return h.create(w, r, info)
+	case "update":
+		return h.update(w, r, info)
+	case "patch":
+		return h.patch(w, r, info)
+	case "delete":
+		return h.delete(w, r, info)
+	case "deletecollection":
+		return h.deleteCollection(w, r, info)
+	}
+	return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), info.Verb)
+}
+
+func (h *restHandler) get(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	obj, err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, http.StatusOK, obj)
+}
+
+// selection builds the label and field predicate of a list or watch.
+func (h *restHandler) selection(r *http.Request, info requestInfo) (func(runtime.Object) bool, error) {
+	q := r.URL.Query()
+	ls, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	supported := h.selectableFields(h.res.New())
+	for _, req := range fs.Requirements() {
+		if _, ok := supported[req.Field]; !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return func(obj runtime.Object) bool {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return false
+		}
+		if !ls.Matches(labels.Set(m.GetLabels())) {
+			return false
+		}
+		return fs.Empty() || fs.Matches(h.selectableFields(obj))
+	}, nil
+}
+
+// selectableFields are the fields a field selector may use: name and
+// namespace everywhere, plus what the resource adds (pods by node, ...).
+func (h *restHandler) selectableFields(obj runtime.Object) fields.Set {
+	if h.res.SelectableFields != nil {
+		return h.res.SelectableFields(obj)
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return fields.Set{}
+	}
+	return fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+}
+
+func (h *restHandler) list(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	q := r.URL.Query()
+	pred, err := h.selection(r, info)
+	if err != nil {
+		return err
+	}
+	opts := storage.ListOptions{
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")),
+		Continue:             q.Get("continue"),
+		Predicate:            pred,
+	}
+	if l := q.Get("limit"); l != "" {
+		if opts.Limit, err = strconv.ParseInt(l, 10, 64); err != nil || opts.Limit < 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", l))
+		}
+	}
+	list, err := h.store.List(r.Context(), h.prefix(info.Namespace), opts)
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, http.StatusOK, list)
+}
+
+func (h *restHandler) readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if len(body) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return body, nil
+}
+
+// strictFields reports whether the request asks for fieldValidation=Strict.
+func strictFields(r *http.Request) bool { return r.URL.Query().Get("fieldValidation") == "Strict" }
+
+func dryRun(r *http.Request) bool {
+	for _, v := range r.URL.Query()["dryRun"] {
+		if v == "All" {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *restHandler) create(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	if info.Name != "" || info.Subresource != "" {
+		return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), "create")
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	obj := h.res.New()
+	if err := decodeBody(r, body, obj, strictFields(r)); err != nil {
+		return err
+	}
+	if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	h.res.Strategy.Default(obj)
+	h.res.Strategy.PrepareForCreate(ctx, obj)
+	m, _ := metaOf(obj)
+	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return invalid(h.res, m.GetName(), errs)
+	}
+	if h.res.Namespaced {
+		if err := h.s.namespaceExists(ctx, m.GetNamespace()); err != nil {
+			return err
+		}
+	}
+	if dryRun(r) {
+		return h.respond(w, r, http.StatusCreated, obj)
+	}
+	out, err := h.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), obj, h.ttl(obj))
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, http.StatusCreated, out)
+}
+
+// ttl is how long an object lives: events expire as in Kubernetes.
+func (h *restHandler) ttl(runtime.Object) int64 {
+	if h.res.GVR.Resource == "events" {
+		return int64(h.s.cfg.EventTTL / time.Second)
+	}
+	return 0
+}
+
+// updateWith runs an update or patch: mutate turns the current object
+// into the requested one. Kubernetes' rules for the main resource and the
+// status subresource apply, and the write is a compare-and-swap on the
+// stored revision, retried when another writer got in between.
+func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requestInfo, allowCreate bool, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, bool, error) {
+	created := false
+	var dry runtime.Object
+	out, err := h.store.GuaranteedUpdate(ctx, h.key(info.Namespace, info.Name), nil, func(current runtime.Object) (runtime.Object, error) {
+		exists := current != nil
+		if !exists {
+			if !allowCreate {
+				return nil, apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name)
+			}
+			current = h.res.New()
+		}
+		obj, err := mutate(current.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		m, err := metaOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		if m.GetName() != info.Name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), info.Name))
+		}
+		if !exists {
+			created = true
+			rv := m.GetResourceVersion()
+			m.SetResourceVersion("")
+			if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
+				return nil, err
+			}
+			_ = rv
+			h.res.Strategy.Default(obj)
+			h.res.Strategy.PrepareForCreate(ctx, obj)
+			if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+				return nil, invalid(h.res, info.Name, errs)
+			}
+		} else {
+			cm, _ := metaOf(current)
+			if rv := m.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
+				return nil, apierrors.NewConflict(h.res.GVR.GroupResource(), info.Name,
+					fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+			}
+			h.res.Strategy.Default(obj)
+			if info.Subresource == "status" {
+				h.res.Strategy.PrepareStatusForUpdate(ctx, obj, current)
+			} else {
+				h.res.Strategy.PrepareForUpdate(ctx, obj, current)
+			}
+			if err := beforeUpdate(obj, current, info.Namespace, h.res, h.res.Strategy.SpecChanged(obj, current)); err != nil {
+				return nil, err
+			}
+			m.SetResourceVersion(cm.GetResourceVersion())
+			if errs := h.res.Strategy.ValidateUpdate(ctx, obj, current); len(errs) > 0 {
+				return nil, invalid(h.res, info.Name, errs)
+			}
+		}
+		if dryRun(r) {
+			dry = obj
+			return nil, errDryRun
+		}
+		return obj, nil
+	}, allowCreate)
+	if err == errDryRun {
+		return dry, created, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out, err = h.deleteIfFinalized(ctx, out)
+	return out, created, err
+}
+
+// deleteIfFinalized removes an object marked for deletion once its last
+// finalizer is gone and no grace period is running, as Kubernetes does.
+func (h *restHandler) deleteIfFinalized(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	m, err := metaOf(obj)
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return obj, err
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return obj, nil
+	}
+	rv := m.GetResourceVersion()
+	deleted, err := h.store.Delete(ctx, h.key(m.GetNamespace(), m.GetName()), &metav1.Preconditions{ResourceVersion: &rv}, nil)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return obj, nil // someone else changed or removed it meanwhile
+	}
+	return deleted, err
+}
+
+var errDryRun = fmt.Errorf("apiserver: dry run")
+
+func (h *restHandler) update(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	obj := h.res.New()
+	if err := decodeBody(r, body, obj, strictFields(r)); err != nil {
+		return err
+	}
+	allowCreate := info.Subresource == "" && (h.res.GVR.Resource == "leases" || h.res.GVR.Resource == "endpoints")
+	out, created, err := h.updateWith(r.Context(), r, info, allowCreate, func(runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	return h.respond(w, r, code, out)
+}
+
+func (h *restHandler) patch(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	pt := types.PatchType(mediaTypeOnly(r.Header.Get("Content-Type")))
+	out, _, err := h.updateWith(r.Context(), r, info, false, func(current runtime.Object) (runtime.Object, error) {
+		currentJSON, err := jsonMarshal(current)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := applyPatch(pt, currentJSON, body, h.res.New())
+		if err != nil {
+			return nil, err
+		}
+		obj := h.res.New()
+		pr := r.Clone(r.Context())
+		pr.Header.Set("Content-Type", mediaJSON)
+		if err := decodeBody(pr, patched, obj, strictFields(r)); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, http.StatusOK, out)
+}
+
+func mediaTypeOnly(ct string) string {
+	for i, c := range ct {
+		if c == ';' {
+			return ct[:i]
+		}
+	}
+	return ct
+}

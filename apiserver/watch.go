@@ -1,0 +1,101 @@
+package apiserver
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"cairn/apiserver/storage"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	restwatch "k8s.io/client-go/rest/watch"
+)
+
+// defaultWatchTimeout bounds a watch without timeoutSeconds, randomized
+// as Kubernetes does so that clients do not all reconnect at once.
+const defaultWatchTimeout = 30 * time.Minute
+
+func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	q := r.URL.Query()
+	pred, err := h.selection(r, info)
+	if err != nil {
+		return err
+	}
+	timeout := defaultWatchTimeout + time.Duration(rand.Int64N(int64(defaultWatchTimeout)))
+	if ts := q.Get("timeoutSeconds"); ts != "" {
+		n, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || n < 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", ts))
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	prefix := h.prefix(info.Namespace)
+	if info.Name != "" {
+		// A watch on one object is a list watch with a name selector.
+		name, namePred := info.Name, pred
+		pred = func(obj runtime.Object) bool {
+			m, err := metaOf(obj)
+			return err == nil && m.GetName() == name && namePred(obj)
+		}
+	}
+	media := negotiateOutput(r)
+	info2, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media.mediaType)
+	if !ok || info2.StreamSerializer == nil {
+		return apierrors.NewBadRequest("unsupported watch media type " + media.mediaType)
+	}
+	embedded, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	wi, err := h.store.Watch(ctx, prefix, storage.WatchOptions{
+		ResourceVersion: q.Get("resourceVersion"),
+		Predicate:       pred,
+		AllowBookmarks:  isTrue(q.Get("allowWatchBookmarks")),
+	})
+	if err != nil {
+		return err
+	}
+	defer wi.Stop()
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", info2.MediaType)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	framer := info2.StreamSerializer.Framer.NewFrameWriter(w)
+	enc := restwatch.NewEncoder(streaming.NewEncoder(framer, info2.StreamSerializer.Serializer), embedded)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			return nil
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return nil
+			}
+			if media.table && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
+				table, err := h.table(r, ev.Object)
+				if err == nil {
+					ev.Object = table
+				}
+			}
+			if err := enc.Encode(&ev); err != nil {
+				return nil
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}

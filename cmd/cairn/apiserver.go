@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"cairn/apiserver"
+	"cairn/apiserver/authn"
+	"cairn/apiserver/registry"
+	"cairn/apiserver/storage"
+	"cairn/internal/kubeconfig"
+	"cairn/internal/pki"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// addAPIFlags adds the API server's flags, shared by `cairn server` and
+// `cairn apiserver`.
+func addAPIFlags(f *pflag.FlagSet) {
+	f.String("api-listen", "127.0.0.1:6443", "HTTPS address of the Kubernetes API")
+	f.String("advertise-api", "", "API address clients and kubeconfigs use (default --api-listen)")
+	f.String("token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
+	f.Duration("event-ttl", time.Hour, "how long events are kept")
+	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where `cairn kubectl` looks)")
+}
+
+// apiOptions is what starting an API server takes besides its flags.
+type apiOptions struct {
+	name    string // server name, for its certificate
+	ca      *pki.CA
+	backend storage.Backend
+	ready   func(context.Context) error
+	dataDir string // where admin.kubeconfig is written; empty: not written
+	log     *slog.Logger
+}
+
+// startAPIServer serves the Kubernetes API until ctx ends.
+func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
+	str := func(n string) string { v, _ := f.GetString(n); return v }
+	listen := str("api-listen")
+	advertise := str("advertise-api")
+	if advertise == "" {
+		advertise = listen
+	}
+	host, _, err := net.SplitHostPort(advertise)
+	if err != nil {
+		return fmt.Errorf("--advertise-api %q: %w", advertise, err)
+	}
+	serving, err := o.ca.ServerConfig(o.name, []string{host, "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
+	if err != nil {
+		return err
+	}
+	serving.ClientAuth = tls.VerifyClientCertIfGiven
+	serving.NextProtos = []string{"h2", "http/1.1"}
+	chain := authn.Chain{authn.ClientCert{}}
+	if tf := str("token-auth-file"); tf != "" {
+		tokens, err := authn.LoadTokenFile(tf)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, tokens)
+	}
+	ttl, _ := f.GetDuration("event-ttl")
+	api, err := apiserver.New(apiserver.Config{
+		Listen: listen, TLS: serving, Authenticator: chain, Resources: registry.All(),
+		Ready: o.ready, Logger: o.log, GitVersion: version, EventTTL: ttl, Storage: o.backend,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("--api-listen %s: %w", listen, err)
+	}
+	api.Start(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		api.Shutdown(sctx)
+	}()
+	go func() {
+		if err := api.Serve(ln); err != nil {
+			o.log.Error("API server stopped", "err", err)
+		}
+	}()
+	var paths []string
+	if o.dataDir != "" {
+		paths = append(paths, filepath.Join(o.dataDir, "admin.kubeconfig"))
+	}
+	if p := str("write-kubeconfig"); p != "" {
+		paths = append(paths, p)
+	}
+	if len(paths) > 0 {
+		b, err := kubeconfig.Build(o.ca, kubeconfig.Options{Servers: []string{"https://" + advertise}, User: pki.AdminCommonName, Groups: []string{pki.AdminOrganization}})
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			if err := kubeconfig.WriteFile(p, b); err != nil {
+				return err
+			}
+		}
+	}
+	o.log.Info("Kubernetes API serving", "addr", "https://"+advertise, "kubeconfigs", paths)
+	return nil
+}
+
+func newAPIServerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the Kubernetes API server on its own, against a store reached over the network",
+		Long: `Run only the Kubernetes API server, reaching the store through its etcd API:
+
+  cairn apiserver --name api1 --pki-dir PKI --store-endpoints https://s1:2379,https://s2:2379 \
+    --store-cacert PKI/ca.crt --store-cert PKI/admin.crt --store-key PKI/admin.key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			log, err := newLogger(cmd)
+			if err != nil {
+				return err
+			}
+			name, _ := f.GetString("name")
+			dir, _ := f.GetString("pki-dir")
+			if dir == "" {
+				return errors.New("--pki-dir is required: the API serves with a certificate from the cluster CA")
+			}
+			ca, err := pki.LoadCA(dir)
+			if err != nil {
+				return err
+			}
+			cli, err := newStoreClientFlags(cmd, "store-")
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			dataDir, _ := f.GetString("data-dir")
+			if err := startAPIServer(ctx, f, apiOptions{name: name, ca: ca, backend: apiserver.RemoteBackend(cli),
+				ready: apiserver.StoreReady(cli.KV), dataDir: dataDir, log: log}); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.String("name", "apiserver", "name in the serving certificate")
+	f.String("pki-dir", "", "directory with the cluster CA (required)")
+	f.String("data-dir", "", "where to write admin.kubeconfig (optional)")
+	addAPIFlags(f)
+	addStoreFlags(f, "store-")
+	return cmd
+}
