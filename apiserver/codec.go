@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // Media types the API speaks, as Kubernetes does.
@@ -22,11 +22,25 @@ const (
 	mediaProtobuf = "application/vnd.kubernetes.protobuf"
 )
 
+// apiScheme holds every served type plus meta.k8s.io (Table,
+// PartialObjectMetadata), which client-go's scheme lacks. It is built once
+// and only read afterwards.
+var apiScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
 // codecs serializes API objects in every media type clients use.
-var codecs = serializer.NewCodecFactory(scheme.Scheme)
+var codecs = serializer.NewCodecFactory(apiScheme)
 
 // strictJSON rejects unknown and duplicate fields, for fieldValidation=Strict.
-var strictJSON = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{Strict: true})
+var strictJSON = json.NewSerializerWithOptions(json.DefaultMetaFactory, apiScheme, apiScheme, json.SerializerOptions{Strict: true})
 
 // outputMedia picks the response media type from the Accept header.
 type outputMedia struct {
@@ -81,7 +95,7 @@ func decodeBody(r *http.Request, body []byte, into runtime.Object, strict bool) 
 	case mt == mediaJSON && strict:
 		dec = strictJSON
 	case mt == mediaYAML && strict:
-		dec = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{Yaml: true, Strict: true})
+		dec = json.NewSerializerWithOptions(json.DefaultMetaFactory, apiScheme, apiScheme, json.SerializerOptions{Yaml: true, Strict: true})
 	default:
 		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mt)
 		if !ok {

@@ -19,13 +19,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
+KUBECONFIG_OUT=${CAIRN_KUBECONFIG_OUT:-$HOME/.cairn/admin.kubeconfig}
 i=0
 for port in 2379 12379 22379; do
 	i=$((i + 1))
+	extra=()
+	# s1 also leaves the admin kubeconfig where `cairn kubectl` looks.
+	[ "$i" = 1 ] && extra=(--write-kubeconfig "$KUBECONFIG_OUT")
 	"$BIN" server --name "s$i" --data-dir "$RUN/s$i" --pki-dir "$PKI" \
 		--peer-listen "127.0.0.1:$((port + 1))" --store-listen "127.0.0.1:$port" \
-		--metrics-listen "127.0.0.1:$((port + 2))" \
-		--initial-cluster "$CLUSTER" --disable apiserver,scheduler,controllers \
+		--metrics-listen "127.0.0.1:$((port + 2))" --api-listen "127.0.0.1:$((port + 4064))" \
+		--initial-cluster "$CLUSTER" --disable scheduler,controllers "${extra[@]}" \
 		>"$RUN/s$i.log" 2>&1 &
 	pids+=($!)
 done
@@ -46,9 +50,16 @@ if [ -z "$healthy" ]; then
 	exit 1
 fi
 cat <<MSG
-Cairn store cluster running (3 replicas, TLS). Logs: $RUN/s1.log $RUN/s2.log $RUN/s3.log
+Cairn control plane running: 3 replicas, each with the store and the Kubernetes API (TLS).
+Logs: $RUN/s1.log $RUN/s2.log $RUN/s3.log
+Kubernetes API: https://127.0.0.1:6443 https://127.0.0.1:16443 https://127.0.0.1:26443
+Admin kubeconfig: $KUBECONFIG_OUT (also $RUN/s1/admin.kubeconfig)
 
 Try it:
+  $BIN kubectl get namespaces
+  $BIN kubectl create deployment web --image=nginx --replicas=2
+  $BIN kubectl get deployments -o wide
+
   $BIN etcdctl --endpoints $EP \\
     --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key \\
     put greeting hello
