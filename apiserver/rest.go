@@ -52,7 +52,7 @@ func (h *restHandler) serve(w http.ResponseWriter, r *http.Request, info request
 	case !h.res.HasSubresource(info.Subresource):
 		err = apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name+"/"+info.Subresource)
 	default:
-		sub, ok := subresourceHandlers[info.Subresource]
+		sub, ok := subresourceHandlerFor(info.Subresource)
 		if !ok {
 			err = apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), info.Verb+" "+info.Subresource)
 			break
@@ -63,13 +63,6 @@ func (h *restHandler) serve(w http.ResponseWriter, r *http.Request, info request
 		writeError(w, err)
 	}
 }
-
-// subresourceHandler serves a subresource other than status.
-type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
-
-// subresourceHandlers maps a subresource name (scale, binding, eviction,
-// log) to its handler; each lives in a file of its own.
-var subresourceHandlers = map[string]subresourceHandler{}
 
 func (h *restHandler) serveVerb(w http.ResponseWriter, r *http.Request, info requestInfo) error {
 	if info.Subresource == "status" && !h.res.HasSubresource("status") {

@@ -1,0 +1,14 @@
+package apiserver
+
+import "net/http"
+
+// subresourceHandler serves a subresource other than status.
+type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
+
+// subresourceHandlerFor returns the handler of a subresource (scale,
+// binding, eviction, log); each lives in a file of its own.
+func subresourceHandlerFor(name string) (subresourceHandler, bool) {
+	switch name {
+	}
+	return nil, false
+}
