@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -116,6 +117,35 @@ type state struct {
 	rev    int64 // mod revision; 0 when the key does not exist
 }
 
+// cachedState returns the watch cache's copy of the object at key, if the
+// cache is synced and holds it. A missing object is not trusted: the cache
+// may not have seen its creation yet.
+func (s *Store) cachedState(key string) (state, bool) {
+	if !s.cache.isReady() {
+		return state{}, false
+	}
+	obj, _, ok := s.cache.get(key)
+	if !ok {
+		return state{}, false
+	}
+	cp := obj.DeepCopyObject()
+	a, err := meta.Accessor(cp)
+	if err != nil {
+		return state{}, false
+	}
+	rev, err := strconv.ParseInt(a.GetResourceVersion(), 10, 64)
+	if err != nil || rev == 0 {
+		return state{}, false
+	}
+	setResourceVersion(cp, 0)
+	data, err := s.codec.Encode(cp)
+	if err != nil {
+		return state{}, false
+	}
+	setResourceVersion(cp, rev)
+	return state{exists: true, obj: cp, data: data, rev: rev}, true
+}
+
 func (s *Store) readState(ctx context.Context, key string) (state, error) {
 	resp, err := s.b.KV.Get(ctx, key)
 	if err != nil {
@@ -152,22 +182,43 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, precond *metav
 	if err := s.checkKey(key); err != nil {
 		return nil, err
 	}
-	st, err := s.readState(ctx, key)
-	if err != nil {
-		return nil, err
+	// Start from the watch cache's copy, as Kubernetes does: the
+	// compare-and-swap below catches a stale one, and its failure branch
+	// returns the current state. This spares a linearizable read, which on
+	// a follower waits for the commit index to arrive.
+	st, fromCache := s.cachedState(key)
+	if !fromCache {
+		var err error
+		if st, err = s.readState(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	for {
 		if !st.exists && !ignoreNotFound {
 			return nil, apierrors.NewNotFound(s.opts.Resource, nameOf(key))
 		}
 		current := st.obj
+		var err error
 		if !st.exists {
 			current = s.newFunc()
-		} else if err := s.checkUpdatePreconditions(key, precond, current); err != nil {
-			return nil, err
+		} else {
+			err = s.checkUpdatePreconditions(key, precond, current)
 		}
-		out, err := tryUpdate(current)
+		var out runtime.Object
+		if err == nil {
+			out, err = tryUpdate(current)
+		}
 		if err != nil {
+			if fromCache {
+				// The verdict may rest on a stale copy (a client that just
+				// wrote holds a newer resourceVersion): judge the stored
+				// object before answering.
+				fromCache = false
+				if st, err = s.readState(ctx, key); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		setResourceVersion(out, 0)
@@ -177,6 +228,15 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, precond *metav
 		}
 		out.GetObjectKind().SetGroupVersionKind(s.codec.gvk)
 		if st.exists && bytes.Equal(data, st.data) {
+			if fromCache {
+				// "Nothing to write" must hold for the stored object,
+				// not for a possibly stale copy.
+				fromCache = false
+				if st, err = s.readState(ctx, key); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			setResourceVersion(out, st.rev)
 			return out, nil
 		}
@@ -196,7 +256,9 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, precond *metav
 			setResourceVersion(out, resp.Header.Revision)
 			return out, nil
 		}
-		// Lost a race: retry on the state the transaction saw.
+		// Lost a race, or the cached copy was stale: retry on the state
+		// the transaction saw.
+		fromCache = false
 		if st, err = s.stateOf(resp.Responses[0].GetResponseRange().Kvs); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,5 +220,39 @@ func TestStoreReadsOutOfPrefixAreRefused(t *testing.T) {
 	}
 	if _, err := s.List(ctx, "/registry/secrets/", ListOptions{}); err == nil {
 		t.Error("list of another prefix was served")
+	}
+}
+
+// Updates start from the watch cache's copy; one that is stale (another
+// API server just wrote) must neither lose the write nor refuse a client
+// that holds the newer resourceVersion.
+func TestUpdateFromAStaleCacheCopy(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ctx := ctxT(t)
+	a := newConfigMapStore(t, c.local(0), StoreOptions{})
+	b := newConfigMapStore(t, c.local(0), StoreOptions{})
+	key := a.Key("ns", "stale")
+	if _, err := a.Create(ctx, key, cm("ns", "stale", nil, "v", "0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := b.Get(ctx, key, GetOptions{ResourceVersion: "0"}); return err == nil })
+	for i := 1; i <= 20; i++ {
+		// A writes; B updates at once with A's new resourceVersion, before
+		// B's cache may have seen A's write.
+		out, err := a.GuaranteedUpdate(ctx, key, nil, setData("v", fmt.Sprint(i)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv := rvOf(t, out)
+		if _, err := b.GuaranteedUpdate(ctx, key, &metav1.Preconditions{ResourceVersion: &rv}, setData("w", fmt.Sprint(i)), false); err != nil {
+			t.Fatalf("update %d with the newest resourceVersion refused: %v", i, err)
+		}
+	}
+	got, err := a.Get(ctx, key, GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.(*corev1.ConfigMap).Data; d["v"] != "20" || d["w"] != "20" {
+		t.Fatalf("a write was lost: %v", d)
 	}
 }
