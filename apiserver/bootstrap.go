@@ -15,8 +15,9 @@ import (
 // systemNamespaces exist in every cluster, as in Kubernetes.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// ensureSystemObjects creates the system namespaces if they are missing.
-// Every API server does it; creation is idempotent.
+// ensureSystemObjects creates the system namespaces if they are missing,
+// then keeps the kubernetes service until ctx ends. Every API server does
+// it; creation is idempotent.
 func (s *Server) ensureSystemObjects(ctx context.Context) {
 	h, ok := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]
 	if !ok {
@@ -35,6 +36,7 @@ func (s *Server) ensureSystemObjects(ctx context.Context) {
 			}
 		}
 	}
+	s.maintainServices(ctx)
 }
 
 func (s *Server) createIfMissing(ctx context.Context, h *restHandler, name string) error {

@@ -92,7 +92,9 @@ func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *m
 	if dryRun(r) {
 		return h.store.Get(ctx, key, storage.GetOptions{})
 	}
-	return h.store.Delete(ctx, key, opts.Preconditions, nil)
+	deleted, err := h.store.Delete(ctx, key, opts.Preconditions, nil)
+	h.afterDelete(ctx, deleted, err)
+	return deleted, err
 }
 
 var errDeleteNow = apierrors.NewInternalError(errString("apiserver: delete now"))

@@ -19,7 +19,15 @@ const maxJSONPatchOps = 10000
 // applyPatch applies a patch of the given type to the JSON form of the
 // current object. dataStruct (an empty object of the resource's type)
 // drives strategic merge, through the Go struct's patch tags.
-func applyPatch(pt types.PatchType, current, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+func applyPatch(pt types.PatchType, current, patch []byte, dataStruct runtime.Object) (out []byte, err error) {
+	// The patch libraries panic on some malformed patches (a nil document
+	// in a JSON patch operation, for one): a client's bad patch must be a
+	// client error, never a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, apierrors.NewBadRequest(fmt.Sprintf("the %s could not be applied: %v", pt, p))
+		}
+	}()
 	switch pt {
 	case types.JSONPatchType:
 		p, err := jsonpatch.DecodePatch(patch)

@@ -213,11 +213,16 @@ func (h *restHandler) create(w http.ResponseWriter, r *http.Request, info reques
 			return err
 		}
 	}
+	undo, err := h.admit(ctx, obj, dryRun(r))
+	if err != nil {
+		return err
+	}
 	if dryRun(r) {
 		return h.respond(w, r, http.StatusCreated, obj)
 	}
 	out, err := h.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), obj, h.ttl(obj))
 	if err != nil {
+		undo(err)
 		return err
 	}
 	return h.respond(w, r, http.StatusCreated, out)
@@ -239,7 +244,8 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 	created := false
 	var dry runtime.Object
 	out, err := h.store.GuaranteedUpdate(ctx, h.key(info.Namespace, info.Name), nil, func(current runtime.Object) (runtime.Object, error) {
-		exists := current != nil
+		// The store hands an empty object when none is stored yet.
+		exists := current != nil && resourceVersionOf(current) != ""
 		if !exists {
 			if !allowCreate {
 				return nil, apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name)
@@ -318,6 +324,7 @@ func (h *restHandler) deleteIfFinalized(ctx context.Context, obj runtime.Object)
 	}
 	rv := m.GetResourceVersion()
 	deleted, err := h.store.Delete(ctx, h.key(m.GetNamespace(), m.GetName()), &metav1.Preconditions{ResourceVersion: &rv}, nil)
+	h.afterDelete(ctx, deleted, err)
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return obj, nil // someone else changed or removed it meanwhile
 	}
@@ -385,4 +392,12 @@ func mediaTypeOnly(ct string) string {
 		}
 	}
 	return ct
+}
+
+func resourceVersionOf(obj runtime.Object) string {
+	m, err := metaOf(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }

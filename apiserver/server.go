@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn/apiserver/authn"
+	"cairn/apiserver/openapi"
 	"cairn/apiserver/registry"
 	"cairn/apiserver/storage"
 
@@ -40,6 +41,13 @@ type Config struct {
 	// Storage reaches the store; one object store per resource is built
 	// on it.
 	Storage storage.Backend
+	// ServiceCIDR is the range service cluster IPs come from
+	// (DefaultServiceCIDR when empty); its first IP is the kubernetes
+	// service's.
+	ServiceCIDR string
+	// AdvertiseAddress (host:port) is where clients reach this server; it
+	// is listed in the kubernetes service's endpoints. Listen when empty.
+	AdvertiseAddress string
 }
 
 // Server serves the Kubernetes REST API.
@@ -47,9 +55,13 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	discovery *discovery
+	openapi   *openapi.Documents
 	resources map[schema.GroupVersionResource]*registry.Resource
 	handlers  map[schema.GroupVersionResource]*restHandler
 	http      *http.Server
+	// services allocates cluster IPs and node ports; nil when services
+	// are not served.
+	services *serviceAllocator
 }
 
 // KubernetesVersion is the Kubernetes API version this server implements.
@@ -72,6 +84,11 @@ func New(cfg Config) (*Server, error) {
 		discovery: newDiscovery(cfg.Resources),
 		resources: map[schema.GroupVersionResource]*registry.Resource{},
 	}
+	openAPI, err := newOpenAPI(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = openAPI
 	s.handlers = map[schema.GroupVersionResource]*restHandler{}
 	for _, r := range cfg.Resources {
 		s.resources[r.GVR] = r
@@ -79,6 +96,11 @@ func New(cfg Config) (*Server, error) {
 			storage.StoreOptions{Logger: s.log.With("resource", r.GVR.GroupResource().String()), Resource: r.GVR.GroupResource()})
 		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st}
 	}
+	services, err := s.newServiceAllocator()
+	if err != nil {
+		return nil, err
+	}
+	s.services = services
 	s.http = &http.Server{Handler: s.Handler(), TLSConfig: cfg.TLS, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -139,12 +161,19 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.version())
 		return
 	}
+	if s.serveOpenAPI(w, r) {
+		return
+	}
 	if r.Method == http.MethodGet && s.discovery.serve(w, r) {
 		return
 	}
 	info, ok := parseRequestInfo(r)
 	if !ok {
 		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	if info.Group == "" && info.Resource == "bindings" {
+		s.serveBindings(w, r, info)
 		return
 	}
 	res, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
@@ -168,6 +197,11 @@ func (s *Server) namespaceExists(ctx context.Context, name string) error {
 		return nil
 	}
 	obj, err := h.store.Get(ctx, h.key("", name), storage.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a namespace created a moment ago
+		// through another API server: ask the store before refusing.
+		obj, err = h.store.Get(ctx, h.key("", name), storage.GetOptions{})
+	}
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,12 @@ type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Requ
 // binding, eviction, log); each lives in a file of its own.
 func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 	switch name {
+	case "scale":
+		return serveScale, true
+	case "binding":
+		return serveBinding, true
+	case "eviction":
+		return serveEviction, true
 	}
 	return nil, false
 }

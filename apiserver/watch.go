@@ -53,11 +53,21 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 		return err
 	}
 	ctx := r.Context()
-	wi, err := h.store.Watch(ctx, prefix, storage.WatchOptions{
+	opts := storage.WatchOptions{
 		ResourceVersion: q.Get("resourceVersion"),
 		Predicate:       pred,
 		AllowBookmarks:  isTrue(q.Get("allowWatchBookmarks")),
-	})
+	}
+	// Watch-list (client-go's default for informers): the current objects
+	// as ADDED events, then a bookmark marking their end.
+	if v := q.Get("sendInitialEvents"); v != "" {
+		send := isTrue(v)
+		if send && !opts.AllowBookmarks {
+			return apierrors.NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true")
+		}
+		opts.SendInitialEvents = &send
+	}
+	wi, err := h.store.Watch(ctx, prefix, opts)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.String("advertise-api", "", "API address clients and kubeconfigs use (default --api-listen)")
 	f.String("token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.Duration("event-ttl", time.Hour, "how long events are kept")
+	f.String("service-cidr", apiserver.DefaultServiceCIDR, "range of service cluster IPs; its first IP is the kubernetes service's")
 	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where `cairn kubectl` looks)")
 }
 
@@ -56,7 +57,12 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 	if err != nil {
 		return fmt.Errorf("--advertise-api %q: %w", advertise, err)
 	}
-	serving, err := o.ca.ServerConfig(o.name, []string{host, "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
+	serviceCIDR := str("service-cidr")
+	kubernetesIP, err := apiserver.FirstServiceIP(serviceCIDR)
+	if err != nil {
+		return fmt.Errorf("--service-cidr: %w", err)
+	}
+	serving, err := o.ca.ServerConfig(o.name, []string{host, kubernetesIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
 		return err
 	}
@@ -74,6 +80,7 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 	api, err := apiserver.New(apiserver.Config{
 		Listen: listen, TLS: serving, Authenticator: chain, Resources: registry.All(),
 		Ready: o.ready, Logger: o.log, GitVersion: version, EventTTL: ttl, Storage: o.backend,
+		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise,
 	})
 	if err != nil {
 		return err
