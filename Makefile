@@ -32,6 +32,7 @@ run: build
 
 bench: build
 	$(GO) run ./test/benchcompare $(BENCH_FLAGS)
+	$(GO) run ./test/apibench -cairn $(BIN) $(APIBENCH_FLAGS)
 
 clean:
 	rm -rf bin .run

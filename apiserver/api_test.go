@@ -194,6 +194,23 @@ func TestAPIWithClientGo(t *testing.T) {
 		}
 	})
 
+	t.Run("DeleteCollectionBySelector", func(t *testing.T) {
+		for i := 0; i < 5; i++ {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dc-%d", i), Labels: map[string]string{"dc": fmt.Sprint(i % 2)}}}
+			if _, err := cs.CoreV1().ConfigMaps("team").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grace := int64(0)
+		if err := cs.CoreV1().ConfigMaps("team").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{LabelSelector: "dc=0"}); err != nil {
+			t.Fatal(err)
+		}
+		left, err := cs.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{LabelSelector: "dc"})
+		if err != nil || len(left.Items) != 2 {
+			t.Fatalf("after deleting dc=0: %d left (%v), want the 2 with dc=1", len(left.Items), err)
+		}
+	})
+
 	t.Run("DryRunStoresNothing", func(t *testing.T) {
 		if _, err := cs.CoreV1().Pods("team").Create(ctx, testPod("dry"), metav1.CreateOptions{DryRun: []string{"All"}}); err != nil {
 			t.Fatal(err)

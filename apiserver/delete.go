@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"cairn/apiserver/storage"
@@ -25,8 +28,35 @@ func (h *restHandler) deleteOptions(r *http.Request) (*metav1.DeleteOptions, err
 			return nil, err
 		}
 	}
-	if err := metav1.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+	// Query parameters override the body, as in Kubernetes; others (a
+	// deletecollection's labelSelector, say) belong to the list.
+	q := r.URL.Query()
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		switch p {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid propagationPolicy %q: use Orphan, Background or Foreground", v))
+		}
+		opts.PropagationPolicy = &p
+	}
+	if v := q.Get("orphanDependents"); v != "" {
+		b := isTrue(v)
+		opts.OrphanDependents = &b
+	}
+	if opts.OrphanDependents != nil && opts.PropagationPolicy == nil {
+		p := metav1.DeletePropagationBackground
+		if *opts.OrphanDependents {
+			p = metav1.DeletePropagationOrphan
+		}
+		opts.PropagationPolicy = &p
 	}
 	return opts, nil
 }
@@ -154,10 +184,35 @@ func (h *restHandler) deleteCollection(w http.ResponseWriter, r *http.Request, i
 	if err != nil {
 		return err
 	}
+	// Several deletes at once, as Kubernetes does: each is a round trip
+	// through Raft.
+	const workers = 16
+	work := make(chan metav1.Object)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				if _, err := h.deleteOne(r, m.GetNamespace(), m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
 	for _, m := range items {
-		if _, err := h.deleteOne(r, m.GetNamespace(), m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
+		work <- m
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
 	}
 	return h.respond(w, r, http.StatusOK, list)
 }
