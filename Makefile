@@ -2,7 +2,10 @@
 GO        ?= go
 BIN       := bin/cairn
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# The embedded kubectl reports the Kubernetes version whose API we serve.
+KUBE_VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=v1.37.2 \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
+LDFLAGS   := -X main.version=$(VERSION) $(KUBE_VERSION_LDFLAGS)
 # Packages whose tests run in `make test`. Whole-cluster harnesses in test/
 # build bin/cairn first.
 TEST_PKGS ?= ./...

@@ -46,7 +46,7 @@ func TestWritesFromStaleStateConflict(t *testing.T) {
 			_, err := cms.Patch(ctx, "cas", types.MergePatchType, []byte(`{"metadata":{"resourceVersion":"`+staleRV+`"},"data":{"n":"2"}}`), metav1.PatchOptions{})
 			return err
 		}},
-		{"JSONPatchTestOfStaleResourceVersion", func() error {
+		{"JSONPatchSettingStaleResourceVersion", func() error {
 			_, err := cms.Patch(ctx, "cas", types.JSONPatchType, []byte(`[{"op":"replace","path":"/metadata/resourceVersion","value":"`+staleRV+`"},{"op":"replace","path":"/data/n","value":"2"}]`), metav1.PatchOptions{})
 			return err
 		}},
@@ -106,6 +106,7 @@ func TestCompactedHistoryIsGone(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := ctxT(t)
 	waitNamespace(t, c.client(0), "default")
+	c.waitCachesReady(t)
 	cms := c.unthrottledClient(t, 0).CoreV1().ConfigMaps("default")
 	v1, err := cms.Create(ctx, numberedConfigMap("hist", 1), metav1.CreateOptions{})
 	if err != nil {
@@ -227,6 +228,28 @@ func TestCompactedHistoryIsGone(t *testing.T) {
 	})
 }
 
+// TestCreateRightAfterItsNamespace is what `kubectl apply -f` of a
+// namespace and its objects does: a create that follows the creation of
+// its namespace, on any API server, must find the namespace.
+func TestCreateRightAfterItsNamespace(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	clients := []kubernetes.Interface{c.unthrottledClient(t, 0), c.unthrottledClient(t, 1), c.unthrottledClient(t, 2)}
+	for i := range 30 {
+		name := fmt.Sprintf("fresh-%d", i)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := clients[i%3].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for j, cs := range []kubernetes.Interface{clients[i%3], clients[(i+1)%3]} {
+			cm := numberedConfigMap(fmt.Sprintf("cm-%d", j), 0)
+			if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Errorf("create in namespace %s just created (same API server: %v): %v", name, j == 0, err)
+			}
+		}
+	}
+}
+
 func numberedConfigMapAt(cur *corev1.ConfigMap, n int) *corev1.ConfigMap {
 	cm := numberedConfigMap(cur.Name, n)
 	cm.ResourceVersion = cur.ResourceVersion
@@ -236,13 +259,6 @@ func numberedConfigMapAt(cur *corev1.ConfigMap, n int) *corev1.ConfigMap {
 func isGone(err error) bool {
 	st, ok := err.(apierrors.APIStatus)
 	return ok && st.Status().Code == http.StatusGone
-}
-
-// startFreshAPI starts one more API server over store replica i, with
-// watch caches that start now, and returns an admin client of it.
-func (c *testCluster) startFreshAPI(t *testing.T, i int) kubernetes.Interface {
-	c.startAPI(i)
-	return c.client(len(c.apis) - 1)
 }
 
 type configMapWatcher interface {
@@ -263,27 +279,5 @@ func watchUntilReady(t *testing.T, cms configMapWatcher, opts metav1.ListOptions
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// TestCreateRightAfterItsNamespace is what `kubectl apply -f` of a
-// namespace and its objects does: a create that follows the creation of
-// its namespace, on any API server, must find the namespace.
-func TestCreateRightAfterItsNamespace(t *testing.T) {
-	c := newTestCluster(t, 3)
-	ctx := ctxT(t)
-	clients := []kubernetes.Interface{c.unthrottledClient(t, 0), c.unthrottledClient(t, 1), c.unthrottledClient(t, 2)}
-	for i := range 30 {
-		name := fmt.Sprintf("fresh-%d", i)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if _, err := clients[i%3].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for j, cs := range []kubernetes.Interface{clients[i%3], clients[(i+1)%3]} {
-			cm := numberedConfigMap(fmt.Sprintf("cm-%d", j), 0)
-			if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				t.Errorf("create in namespace %s just created (same API server: %v): %v", name, j == 0, err)
-			}
-		}
 	}
 }

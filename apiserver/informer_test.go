@@ -2,9 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -12,9 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"cairn/apiserver/authn"
-	"cairn/apiserver/registry"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,6 +75,8 @@ func TestInformersFollowChangesAndRelistCleanly(t *testing.T) {
 			c := newTestCluster(t, 3)
 			ctx := ctxT(t)
 			cs := c.unthrottledClient(t, 0)
+			waitNamespace(t, cs, "default")
+			c.waitCachesReady(t)
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "inf"}}
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -178,6 +175,7 @@ func TestWatchesSurviveReplicaDeath(t *testing.T) {
 		t.Run("Kill"+victim, func(t *testing.T) {
 			c := newTestCluster(t, 3)
 			ctx := ctxT(t)
+			c.waitCachesReady(t)
 			leader := c.raftLeader(t)
 			dead := leader
 			if victim == "Follower" {
@@ -186,10 +184,11 @@ func TestWatchesSurviveReplicaDeath(t *testing.T) {
 			watcher, writer := (dead+1)%3, (dead+2)%3
 			cms := c.unthrottledClient(t, writer).CoreV1().ConfigMaps("default")
 			waitNamespace(t, c.client(writer), "default")
-			first, err := cms.Create(ctx, numberedConfigMap("seq", 0), metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			var first *corev1.ConfigMap
+			retryTransient(t, func() (err error) {
+				first, err = cms.Create(ctx, numberedConfigMap("seq", 0), metav1.CreateOptions{})
+				return err
+			})
 
 			counter := &requestCounter{}
 			inf := newInformer(c.countingClient(t, watcher, counter), "configmaps", "default", &corev1.ConfigMap{}, false)
@@ -543,75 +542,4 @@ func (c *testCluster) countingClient(t *testing.T, i int, counter *requestCounte
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// unthrottledClient is an admin client of API server i without
-// client-go's default limit of 5 requests a second, for tests that write
-// in bursts.
-func (c *testCluster) unthrottledClient(t *testing.T, i int) kubernetes.Interface {
-	rc := c.restConfig(i, "admin", "system:masters")
-	rc.QPS, rc.Burst = 1000, 1000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-// raftLeader returns the index of the replica leading the store.
-func (c *testCluster) raftLeader(t *testing.T) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for i, s := range c.stores {
-			if s.IsLeader() {
-				return i
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no store leader within 10s")
-	return -1
-}
-
-// stopAPI stops API server i, ending its watches, as a restart does.
-func (c *testCluster) stopAPI(ctx context.Context, i int) {
-	c.cancels[i]()
-	c.apis[i].Shutdown(ctx)
-}
-
-// killReplica stops store replica i and its API server at once, as when
-// the process dies.
-func (c *testCluster) killReplica(i int) {
-	c.stores[i].Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c.stopAPI(ctx, i)
-}
-
-// restartAPI starts a new API server on API server i's address, over the
-// same store replica, after stopAPI: its watch caches start afresh.
-func (c *testCluster) restartAPI(i int) {
-	t := c.t
-	serving, err := c.ca.ServerConfig("api", []string{"127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving.ClientAuth = tls.VerifyClientCertIfGiven
-	serving.NextProtos = []string{"h2", "http/1.1"}
-	backend, closeBackend := LocalBackend(c.stores[i])
-	t.Cleanup(closeBackend)
-	api, err := New(Config{TLS: serving, Authenticator: authn.Chain{authn.ClientCert{}}, Resources: registry.All(),
-		Ready: StoreReady(backend.KV), Logger: quietLogger(), GitVersion: "test", Storage: backend})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", strings.TrimPrefix(c.urls[i], "https://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	api.Start(ctx)
-	go api.Serve(ln)
-	c.apis[i], c.cancels[i] = api, cancel
 }

@@ -317,21 +317,3 @@ func (c *candidate) stop() {
 	c.cancel()
 	<-c.done
 }
-
-// waitNamespace waits until an API server's cache holds a namespace (the
-// system ones are created in the background at start), which is where it
-// looks when objects are created in it.
-func waitNamespace(t *testing.T, cs kubernetes.Interface, name string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := cs.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{ResourceVersion: "0"})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s: %v", name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -31,7 +31,7 @@ func runTests(m *testing.M) int {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	fmt.Fprintln(os.Stderr, "e2e: CAIRN_BIN is not set; building cairn (set CAIRN_BIN=bin/cairn to reuse a built one)")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "cairn/cmd/cairn").CombinedOutput(); err != nil {
+	if out, err := exec.Command(goTool, "build", "-ldflags", kubeVersionLDFlags, "-o", bin, "cairn/cmd/cairn").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: building cairn: %v\n%s", err, out)
 		return 1
 	}
@@ -39,3 +39,8 @@ func runTests(m *testing.M) int {
 	os.Setenv("CAIRN_BIN", bin)
 	return m.Run()
 }
+
+// kubeVersionLDFlags match the Makefile's: the embedded kubectl reports the
+// Kubernetes version whose API Cairn serves.
+const kubeVersionLDFlags = "-X k8s.io/component-base/version.gitVersion=v1.37.2 " +
+	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
