@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cairn/internal/testport"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -37,12 +38,11 @@ type testCluster struct {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := testport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs[0]
 }
 
 func quietLogger() *slog.Logger {

@@ -1,12 +1,12 @@
 package raftstore
 
 import (
+	"cairn/internal/testport"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,12 +35,11 @@ type clusterOption func(*Config)
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := testport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs[0]
 }
 
 func testLogger(t *testing.T) *slog.Logger {

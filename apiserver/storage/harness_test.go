@@ -1,11 +1,11 @@
 package storage
 
 import (
+	"cairn/internal/testport"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,12 +34,11 @@ type testCluster struct {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := testport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs[0]
 }
 
 func testLogger() *slog.Logger {

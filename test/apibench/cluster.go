@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cairn/internal/testport"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -264,15 +264,4 @@ func (m *member) logTail(n int) string {
 
 // freePorts returns n loopback addresses whose ports are free right now;
 // all are held until the last is taken, so that they differ.
-func freePorts(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("apibench: no free loopback port: %w", err)
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
-}
+func freePorts(n int) ([]string, error) { return testport.Free(n) }

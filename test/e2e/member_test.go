@@ -1,8 +1,8 @@
 package e2e
 
 import (
+	"cairn/internal/testport"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,15 +46,9 @@ func newMember(t testing.TB, dir, name string) *member {
 // freePorts returns n loopback addresses whose ports are free right now.
 func freePorts(t testing.TB, n int) []string {
 	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("e2e: no free loopback port: %v", err)
-		}
-		// Held until all n are taken, so the n differ.
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
+	addrs, err := testport.Free(n)
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
 	}
 	return addrs
 }
