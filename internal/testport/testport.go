@@ -4,18 +4,28 @@
 // Linux), which outgoing connections and ":0" listeners draw from: a port
 // picked there can be taken by another test's connection before the
 // server binds it, and the server then fails with "address in use".
+// Within one test process, ports are handed out in sequence from a random
+// start, so two picks never return the same port even after the first
+// one's listener is closed.
 package testport
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 )
 
 const (
 	low  = 20000
 	high = 32000
 )
+
+// next is the offset of the next port to try; it only grows. Test
+// support, so a process-wide counter is what keeps picks distinct.
+var next atomic.Int64
+
+func init() { next.Store(int64(rand.IntN(high - low))) }
 
 // Free returns n distinct loopback addresses (host "127.0.0.1" unless ip
 // is given) whose ports are free now.
@@ -32,10 +42,11 @@ func Free(n int, ip ...string) ([]string, error) {
 		}
 	}()
 	for tries := 0; len(addrs) < n; tries++ {
-		if tries > 1000 {
+		if tries > high-low {
 			return nil, fmt.Errorf("testport: no free port in %d-%d on %s", low, high, host)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(low+rand.IntN(high-low))))
+		port := low + int(next.Add(1)%(high-low))
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
 		if err != nil {
 			continue
 		}

@@ -1,0 +1,19 @@
+package testport
+
+import "testing"
+
+func TestPicksAreDistinctAndBelowTheEphemeralRange(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 200; i++ {
+		addrs, err := Free(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if seen[a] {
+				t.Fatalf("%s handed out twice", a)
+			}
+			seen[a] = true
+		}
+	}
+}
