@@ -1,6 +1,10 @@
 package testport
 
-import "testing"
+import (
+	"net"
+	"strconv"
+	"testing"
+)
 
 func TestPicksAreDistinctAndBelowTheEphemeralRange(t *testing.T) {
 	seen := map[string]bool{}
@@ -14,6 +18,10 @@ func TestPicksAreDistinctAndBelowTheEphemeralRange(t *testing.T) {
 				t.Fatalf("%s handed out twice", a)
 			}
 			seen[a] = true
+			_, p, _ := net.SplitHostPort(a)
+			if port, _ := strconv.Atoi(p); port >= 32768 {
+				t.Fatalf("%s is in the kernel's ephemeral range", a)
+			}
 		}
 	}
 }
