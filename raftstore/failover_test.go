@@ -453,6 +453,15 @@ func TestQuotaRaisesNoSpaceAlarm(t *testing.T) {
 	}
 }
 
+func TestClosedReplicaIsNoLongerLeader(t *testing.T) {
+	c := newTestCluster(t, 1)
+	s := c.servers[c.waitLeader()]
+	s.Close()
+	if s.IsLeader() {
+		t.Fatal("a closed replica still reports itself leader")
+	}
+}
+
 func TestMoveLeader(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := ctxT(t)

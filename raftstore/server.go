@@ -418,6 +418,7 @@ func (s *Server) removedPerPeers(conf raft.Configuration) bool {
 // Close stops serving and shuts Raft down. It is safe to call twice.
 func (s *Server) Close() error {
 	s.stop.Do(func() {
+		s.ready.Store(false)
 		s.cancel()
 		if s.storeGRPC != nil {
 			stopGRPC(s.storeGRPC)
