@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -127,11 +128,8 @@ func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *m
 	return deleted, err
 }
 
-var errDeleteNow = apierrors.NewInternalError(errString("apiserver: delete now"))
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
+// errDeleteNow stops the marking update: the object goes at once.
+var errDeleteNow = errors.New("apiserver: delete now")
 
 func ptrPolicy(p metav1.DeletionPropagation) *metav1.DeletionPropagation { return &p }
 

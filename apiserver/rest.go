@@ -265,12 +265,10 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 		}
 		if !exists {
 			created = true
-			rv := m.GetResourceVersion()
 			m.SetResourceVersion("")
 			if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
 				return nil, err
 			}
-			_ = rv
 			h.res.Strategy.Default(obj)
 			h.res.Strategy.PrepareForCreate(ctx, obj)
 			if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
