@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -224,10 +225,17 @@ func (f *fsm) applyAlarm(msg proto.Message) (proto.Message, error) {
 	return &pb.AlarmResponse{Alarms: f.unsafeAlarmList()}, nil
 }
 
+// applyLeaderBarrier bumps the leadership epoch and records it under
+// LeaderFenceKey, so that writes made for an older leader can be refused
+// by a plain transaction compare on that key (see apiserver/storage).
 func (f *fsm) applyLeaderBarrier(msg proto.Message) (proto.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.epoch++
+	value := strconv.FormatUint(f.epoch, 10)
+	if _, err := f.store.Put(&pb.PutRequest{Key: []byte(LeaderFenceKey), Value: []byte(value)}); err != nil {
+		return nil, err
+	}
 	return &pb.ResponseHeader{MemberId: msg.(*pb.RequestHeader).ID, RaftTerm: f.epoch}, nil
 }
 

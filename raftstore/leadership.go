@@ -86,16 +86,23 @@ func (s *Server) establishLeadership(ctx context.Context) {
 			return
 		}
 		s.lessor.promote()
+		epoch := f.Response().(*applyResult).resp.(*pb.ResponseHeader).RaftTerm
+		s.leadMu.Lock()
+		s.lead = &Leadership{Epoch: epoch, Context: ctx}
+		s.leadMu.Unlock()
 		s.ready.Store(true)
 		s.metrics.isLeader.Set(1)
 		s.leaderSig.fire()
-		s.log.Info("leadership established", "epoch", f.Response().(*applyResult).resp.(*pb.ResponseHeader).RaftTerm)
+		s.log.Info("leadership established", "epoch", epoch)
 		return
 	}
 }
 
 func (s *Server) revokeLeadership() {
 	s.ready.Store(false)
+	s.leadMu.Lock()
+	s.lead = nil
+	s.leadMu.Unlock()
 	s.metrics.isLeader.Set(0)
 	s.lessor.demote()
 	s.log.Info("stepped down from leadership", "term", s.raft.CurrentTerm())

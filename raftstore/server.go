@@ -49,6 +49,8 @@ type Server struct {
 	lessor    *lessor
 	ready     atomic.Bool // this replica leads and has applied its leader barrier
 	leaderSig *signal     // fires on every leader change
+	leadMu    sync.Mutex
+	lead      *Leadership // set once this replica's barrier applied; nil otherwise
 	raftLog   hclog.Logger
 	removed   chan struct{}
 
