@@ -93,7 +93,8 @@ func New(cfg Config) (*Server, error) {
 	for _, r := range cfg.Resources {
 		s.resources[r.GVR] = r
 		st := storage.NewStore(cfg.Storage, "/registry/"+r.GVR.Resource, r.New, r.NewList,
-			storage.StoreOptions{Logger: s.log.With("resource", r.GVR.GroupResource().String()), Resource: r.GVR.GroupResource()})
+			storage.StoreOptions{Logger: s.log.With("resource", r.GVR.GroupResource().String()), Resource: r.GVR.GroupResource(),
+				FenceOf: fenceOf(r.GVR)})
 		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st}
 	}
 	services, err := s.newServiceAllocator()
@@ -152,6 +153,10 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		r = r.WithContext(withUser(r.Context(), user))
+		if r, err = withFence(r); err != nil {
+			writeError(w, err)
+			return
+		}
 		s.serveAuthenticated(w, r)
 	})
 }

@@ -1,13 +1,17 @@
 package raftstore
 
-import "context"
+import (
+	"context"
+
+	"cairn/internal/fence"
+)
 
 // LeaderFenceKey is the store key that holds the current leadership epoch
 // in decimal. Every new leader's barrier rewrites it through Raft, so a
 // write that must come from the current leader compares this key's value
 // with the epoch it was started under: a deposed leader's compare fails
 // deterministically on every replica.
-const LeaderFenceKey = "/cairn/fences/leader"
+const LeaderFenceKey = fence.KeyPrefix + fence.LeaderName
 
 // Leadership describes this replica's leadership once its barrier has
 // been applied.

@@ -54,9 +54,15 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object, ttlS
 			}
 			opts = append(opts, clientv3.WithLease(lease))
 		}
+		ft := newFencedTxn(ctx)
+		then := []clientv3.Op{clientv3.OpPut(key, string(data), opts...)}
+		if op, ok := s.sideFence(obj); ok {
+			then = append(then, op)
+		}
 		resp, err := s.b.KV.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(data), opts...)).
+			If(ft.compares(clientv3.Compare(clientv3.ModRevision(key), "=", 0))...).
+			Then(then...).
+			Else(ft.elseOps()...).
 			Commit()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
 			s.leases.forget(lease)
@@ -64,6 +70,9 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object, ttlS
 		}
 		if err != nil {
 			return nil, storeError(err)
+		}
+		if err := ft.check(resp); err != nil {
+			return nil, err
 		}
 		if !resp.Succeeded {
 			return nil, apierrors.NewAlreadyExists(s.opts.Resource, nameOf(key))
@@ -244,13 +253,21 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, precond *metav
 		if st.exists {
 			put = clientv3.OpPut(key, string(data), clientv3.WithIgnoreLease())
 		}
+		then := []clientv3.Op{put}
+		if op, ok := s.sideFence(out); ok {
+			then = append(then, op)
+		}
+		ft := newFencedTxn(ctx)
 		resp, err := s.b.KV.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", st.rev)).
-			Then(put).
-			Else(clientv3.OpGet(key)).
+			If(ft.compares(clientv3.Compare(clientv3.ModRevision(key), "=", st.rev))...).
+			Then(then...).
+			Else(ft.elseOps(clientv3.OpGet(key))...).
 			Commit()
 		if err != nil {
 			return nil, storeError(err)
+		}
+		if err := ft.check(resp); err != nil {
+			return nil, err
 		}
 		if resp.Succeeded {
 			setResourceVersion(out, resp.Header.Revision)
@@ -312,13 +329,21 @@ func (s *Store) Delete(ctx context.Context, key string, precond *metav1.Precondi
 				return nil, err
 			}
 		}
+		then := []clientv3.Op{clientv3.OpDelete(key)}
+		if op, ok := s.sideFence(st.obj); ok {
+			then = append(then, clientv3.OpDelete(string(op.KeyBytes())))
+		}
+		ft := newFencedTxn(ctx)
 		resp, err := s.b.KV.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", st.rev)).
-			Then(clientv3.OpDelete(key)).
-			Else(clientv3.OpGet(key)).
+			If(ft.compares(clientv3.Compare(clientv3.ModRevision(key), "=", st.rev))...).
+			Then(then...).
+			Else(ft.elseOps(clientv3.OpGet(key))...).
 			Commit()
 		if err != nil {
 			return nil, storeError(err)
+		}
+		if err := ft.check(resp); err != nil {
+			return nil, err
 		}
 		if resp.Succeeded {
 			setResourceVersion(st.obj, resp.Header.Revision)

@@ -54,6 +54,12 @@ type StoreOptions struct {
 	FreshnessTimeout time.Duration
 	// RelistPageSize is how many keys each range read of a (re)list takes.
 	RelistPageSize int64
+	// FenceOf, when set, derives from an object being written a fence key
+	// and token that are stored in the same transaction (a Lease's holder
+	// and transitions), so that writes fenced on that leadership are
+	// refused once it passes to another holder. Deleting the object
+	// deletes its fence.
+	FenceOf func(obj runtime.Object) (key, token string, ok bool)
 }
 
 func (o *StoreOptions) setDefaults(prefix string, codec *Codec) {
