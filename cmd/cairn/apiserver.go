@@ -45,8 +45,10 @@ type apiOptions struct {
 	log     *slog.Logger
 }
 
-// startAPIServer serves the Kubernetes API until ctx ends.
-func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
+// startAPIServer serves the Kubernetes API until ctx ends. It returns the
+// URL at which this process reaches its own API server (loopback when the
+// listen address is unspecified).
+func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string, error) {
 	str := func(n string) string { v, _ := f.GetString(n); return v }
 	listen := str("api-listen")
 	advertise := str("advertise-api")
@@ -55,16 +57,16 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 	}
 	host, _, err := net.SplitHostPort(advertise)
 	if err != nil {
-		return fmt.Errorf("--advertise-api %q: %w", advertise, err)
+		return "", fmt.Errorf("--advertise-api %q: %w", advertise, err)
 	}
 	serviceCIDR := str("service-cidr")
 	kubernetesIP, err := apiserver.FirstServiceIP(serviceCIDR)
 	if err != nil {
-		return fmt.Errorf("--service-cidr: %w", err)
+		return "", fmt.Errorf("--service-cidr: %w", err)
 	}
 	serving, err := o.ca.ServerConfig(o.name, []string{host, kubernetesIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
-		return err
+		return "", err
 	}
 	serving.ClientAuth = tls.VerifyClientCertIfGiven
 	serving.NextProtos = []string{"h2", "http/1.1"}
@@ -72,7 +74,7 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 	if tf := str("token-auth-file"); tf != "" {
 		tokens, err := authn.LoadTokenFile(tf)
 		if err != nil {
-			return err
+			return "", err
 		}
 		chain = append(chain, tokens)
 	}
@@ -83,11 +85,11 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise,
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("--api-listen %s: %w", listen, err)
+		return "", fmt.Errorf("--api-listen %s: %w", listen, err)
 	}
 	api.Start(ctx)
 	go func() {
@@ -111,16 +113,16 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) error {
 	if len(paths) > 0 {
 		b, err := kubeconfig.Build(o.ca, kubeconfig.Options{Servers: []string{"https://" + advertise}, User: pki.AdminCommonName, Groups: []string{pki.AdminOrganization}})
 		if err != nil {
-			return err
+			return "", err
 		}
 		for _, p := range paths {
 			if err := kubeconfig.WriteFile(p, b); err != nil {
-				return err
+				return "", err
 			}
 		}
 	}
 	o.log.Info("Kubernetes API serving", "addr", "https://"+advertise, "kubeconfigs", paths)
-	return nil
+	return loopbackURL(ln.Addr()), nil
 }
 
 func newAPIServerCmd() *cobra.Command {
@@ -155,7 +157,7 @@ func newAPIServerCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			dataDir, _ := f.GetString("data-dir")
-			if err := startAPIServer(ctx, f, apiOptions{name: name, ca: ca, backend: apiserver.RemoteBackend(cli),
+			if _, err := startAPIServer(ctx, f, apiOptions{name: name, ca: ca, backend: apiserver.RemoteBackend(cli),
 				ready: apiserver.StoreReady(cli.KV), dataDir: dataDir, log: log}); err != nil {
 				return err
 			}
@@ -170,4 +172,16 @@ func newAPIServerCmd() *cobra.Command {
 	addAPIFlags(f)
 	addStoreFlags(f, "store-")
 	return cmd
+}
+
+// loopbackURL is the URL a process uses to reach its own listener at addr.
+func loopbackURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "https://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, port)
 }

@@ -170,15 +170,27 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		} else {
 			backend, closeBackend := apiserver.LocalBackend(srv)
 			defer closeBackend()
-			if err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend,
-				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log}); err != nil {
+			apiURL, err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend,
+				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log})
+			if err != nil {
 				return err
 			}
+			loopCfg, err := loopbackConfig(ca, apiURL, leaderUser, []string{pki.AdminOrganization})
+			if err != nil {
+				return err
+			}
+			loops, err := leaderLoops(f, disabled, cfg.Name, reg, log)
+			if err != nil {
+				return err
+			}
+			runRaftLeaderLoops(ctx, srv, cfg.Name, loopCfg, loops, reg, log)
 		}
 	}
-	for _, c := range []string{"scheduler", "controllers"} {
-		if !contains(disabled, c) {
-			log.Info("component not part of this build yet", "component", c)
+	if contains(disabled, "apiserver") {
+		for _, c := range []string{"scheduler", "controllers"} {
+			if !contains(disabled, c) {
+				log.Warn("not running the leader loops on this replica: they use its API server, which is disabled", "component", c)
+			}
 		}
 	}
 	if addr := str("metrics-listen"); addr != "" {
