@@ -58,12 +58,18 @@ func runRaftLeaderLoops(ctx context.Context, srv *raftstore.Server, name string,
 }
 
 // leaderLoops returns the leader-only loops enabled on this server.
-func leaderLoops(f *pflag.FlagSet, disabled []string, name string, reg prometheus.Registerer, log *slog.Logger) ([]leader.Loop, error) {
+func leaderLoops(f *pflag.FlagSet, disabled []string, log *slog.Logger) ([]leader.Loop, error) {
 	var loops []leader.Loop
-	for _, c := range []string{"scheduler", "controllers"} {
-		if !contains(disabled, c) {
-			log.Info("component not part of this build yet", "component", c)
+	if !contains(disabled, "controllers") {
+		m, err := controllerManager(f)
+		if err != nil {
+			return nil, err
 		}
+		m.Logger = log.With("component", "controllers")
+		loops = append(loops, leader.Loop{Name: "controllers", Run: m.Run})
+	}
+	if !contains(disabled, "scheduler") {
+		log.Info("component not part of this build yet", "component", "scheduler")
 	}
 	return loops, nil
 }

@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newKubeconfigCmd(),
 		newAPIServerCmd(),
+		newControllerManagerCmd(),
 	)
 	return root
 }

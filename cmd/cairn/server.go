@@ -79,6 +79,7 @@ Restart with the same --data-dir to rejoin with all data.`,
 	f.Int("snapshot-retention", 5, "scheduled snapshot files to keep")
 	f.Duration("watch-progress-notify-interval", 10*time.Minute, "interval of progress notifications to watches that ask for them")
 	addAPIFlags(f)
+	addControllerFlags(f)
 	return cmd
 }
 
@@ -179,7 +180,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 			if err != nil {
 				return err
 			}
-			loops, err := leaderLoops(f, disabled, cfg.Name, reg, log)
+			loops, err := leaderLoops(f, disabled, log)
 			if err != nil {
 				return err
 			}
