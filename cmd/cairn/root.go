@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newKubeconfigCmd(),
 		newAPIServerCmd(),
 		newControllerManagerCmd(),
+		newImageCmd(),
 	)
 	return root
 }

@@ -1,0 +1,135 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// Unpack returns the image a reference names and the directory holding
+// its root filesystem, unpacking the layers on first use (the result is
+// shared by every container of the image and must not be written to).
+// The lease, typically a container ID, keeps the directory on disk until
+// Release, even if the image is removed meanwhile.
+func (s *Store) Unpack(ctx context.Context, ref, lease string) (Image, string, error) {
+	if lease == "" || strings.ContainsAny(lease, "/.") {
+		return Image{}, "", fmt.Errorf("images: invalid lease %q", lease)
+	}
+	// The shared store lock keeps blobs and unpacked trees from being
+	// collected while we read them and take the lease.
+	unlock, err := flock(s.path("lock"), false)
+	if err != nil {
+		return Image{}, "", err
+	}
+	defer unlock()
+	img, err := s.Get(ref)
+	if err != nil {
+		return Image{}, "", err
+	}
+	id := strings.TrimPrefix(img.ID, "sha256:")
+	dir := s.path("rootfs", id)
+	unlockImage, err := flock(s.path("rootfs", id+".lock"), true)
+	if err != nil {
+		return Image{}, "", err
+	}
+	defer unlockImage()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := s.unpack(ctx, img, dir); err != nil {
+			return Image{}, "", err
+		}
+	} else if err != nil {
+		return Image{}, "", fmt.Errorf("images: %w", err)
+	}
+	leases := s.path("rootfs", id+".leases")
+	if err := os.MkdirAll(leases, 0o700); err != nil {
+		return Image{}, "", fmt.Errorf("images: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(leases, lease), nil, 0o600); err != nil {
+		return Image{}, "", fmt.Errorf("images: %w", err)
+	}
+	return img, dir, nil
+}
+
+// Release drops a lease taken by Unpack. The unpacked tree of an image
+// that was removed goes with its last lease.
+func (s *Store) Release(id, lease string) error {
+	id = strings.TrimPrefix(id, "sha256:")
+	if !isDigest("sha256:"+id) || lease == "" || strings.ContainsAny(lease, "/.") {
+		return fmt.Errorf("images: invalid release of %q by %q", id, lease)
+	}
+	unlock, err := flock(s.path("lock"), true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.Remove(s.path("rootfs", id+".leases", lease)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("images: %w", err)
+	}
+	if _, err := s.Get("sha256:" + id); errors.Is(err, ErrNotFound) {
+		return s.removeRootfs(id)
+	}
+	return nil
+}
+
+// removeRootfs deletes an unpacked tree nobody leases. The caller holds
+// the store lock exclusively.
+func (s *Store) removeRootfs(id string) error {
+	leases := s.path("rootfs", id+".leases")
+	if entries, _ := os.ReadDir(leases); len(entries) > 0 {
+		return nil
+	}
+	for _, p := range []string{s.path("rootfs", id), leases, s.path("rootfs", id+".lock")} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("images: %w", err)
+		}
+	}
+	return nil
+}
+
+// unpack applies the layers of img in order into a temporary directory,
+// then renames it to dir, so that a crash never leaves half a tree under
+// the final name.
+func (s *Store) unpack(ctx context.Context, img Image, dir string) error {
+	h, err := v1.NewHash(img.Manifest)
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	vimg, err := layout.Path(s.dir).Image(h)
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	layers, err := vimg.Layers()
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	tmp, err := os.MkdirTemp(s.path("rootfs"), ".unpack-")
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	for i, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return fmt.Errorf("images: layer %d of %s: %w", i, img.ID, err)
+		}
+		err = applyLayer(ctx, tmp, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("images: layer %d of %s: %w", i, img.ID, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	s.log.Debug("unpacked image", "id", img.ID, "layers", len(layers))
+	return nil
+}

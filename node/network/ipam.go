@@ -1,0 +1,141 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ipam allocates pod addresses from one prefix, host-local style: one
+// file per address in use, named by the address and holding the owner's
+// ID, plus a file with the last address handed out so that a released
+// address is reused last. A flock on the directory orders allocations.
+type ipam struct {
+	dir string
+}
+
+func (a *ipam) lock() (func(), error) {
+	if err := os.MkdirAll(a.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(a.dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("network: locking %s: %w", a.dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// allocations returns address → owner for every address in use.
+func (a *ipam) allocations() (map[netip.Addr]string, error) {
+	entries, err := os.ReadDir(a.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	out := map[netip.Addr]string{}
+	for _, e := range entries {
+		addr, err := netip.ParseAddr(e.Name())
+		if err != nil {
+			continue
+		}
+		owner, err := os.ReadFile(filepath.Join(a.dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("network: %w", err)
+		}
+		out[addr] = strings.TrimSpace(string(owner))
+	}
+	return out, nil
+}
+
+// allocate returns the address owner holds in prefix, allocating one if
+// it holds none. The network address, the gateway (the first address)
+// and the broadcast address are never handed out.
+func (a *ipam) allocate(prefix netip.Prefix, owner string) (netip.Addr, error) {
+	unlock, err := a.lock()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	defer unlock()
+	inUse, err := a.allocations()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for addr, o := range inUse {
+		if o == owner && prefix.Contains(addr) {
+			return addr, nil
+		}
+	}
+	first := prefix.Masked().Addr().Next().Next()
+	start := first
+	if raw, err := os.ReadFile(filepath.Join(a.dir, "last")); err == nil {
+		if last, err := netip.ParseAddr(strings.TrimSpace(string(raw))); err == nil && prefix.Contains(last) {
+			start = last.Next()
+		}
+	}
+	addr := start
+	for range 1 << min(32-prefix.Bits(), 24) {
+		if !usable(prefix, addr) {
+			addr = first
+		}
+		if _, taken := inUse[addr]; !taken {
+			if err := os.WriteFile(filepath.Join(a.dir, addr.String()), []byte(owner), 0o600); err != nil {
+				return netip.Addr{}, fmt.Errorf("network: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(a.dir, "last"), []byte(addr.String()), 0o600); err != nil {
+				return netip.Addr{}, fmt.Errorf("network: %w", err)
+			}
+			return addr, nil
+		}
+		addr = addr.Next()
+	}
+	return netip.Addr{}, fmt.Errorf("network: no free address left in %s (%d in use)", prefix, len(inUse))
+}
+
+// usable reports whether addr may be handed out in prefix.
+func usable(prefix netip.Prefix, addr netip.Addr) bool {
+	if !prefix.Contains(addr) {
+		return false
+	}
+	first := prefix.Masked().Addr().Next().Next()
+	if addr.Less(first) {
+		return false
+	}
+	return prefix.Contains(addr.Next()) // not the broadcast address
+}
+
+// release frees every address owner holds.
+func (a *ipam) release(owner string) error {
+	return a.releaseIf(func(o string) bool { return o == owner })
+}
+
+// releaseIf frees every address whose owner matches.
+func (a *ipam) releaseIf(match func(owner string) bool) error {
+	unlock, err := a.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	inUse, err := a.allocations()
+	if err != nil {
+		return err
+	}
+	for addr, o := range inUse {
+		if match(o) {
+			if err := os.Remove(filepath.Join(a.dir, addr.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("network: %w", err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package network
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+)
+
+// Chains the network owns, one per table, each reached by one jump rule
+// from a built-in chain.
+const (
+	masqChain    = "CAIRN-POSTROUTING"
+	forwardChain = "CAIRN-FORWARD"
+)
+
+// jump is a rule that sends traffic into one of our chains.
+type jump struct {
+	table, chain, target, comment string
+	insert                        bool
+}
+
+func (j jump) spec() []string {
+	return []string{j.chain, "-m", "comment", "--comment", j.comment, "-j", j.target}
+}
+
+// jumps returns the rules that send traffic into our chains.
+func jumps() []jump {
+	return []jump{
+		{"nat", "POSTROUTING", masqChain, "cairn: masquerade pod egress", false},
+		// First in FORWARD, ahead of a DROP that Docker or a firewall may add.
+		{"filter", "FORWARD", forwardChain, "cairn: forward pod traffic", true},
+	}
+}
+
+// iptables runs iptables in the node's namespace.
+func (n *Network) iptables(args ...string) error {
+	return n.runIn(nil, "iptables", append([]string{"-w", "5"}, args...)...)
+}
+
+// runIn runs a command with stdin in the node's namespace.
+func (n *Network) runIn(stdin []byte, name string, args ...string) error {
+	return InNetNS(n.cfg.NetNS, func() error {
+		cmd := exec.Command(name, args...)
+		if stdin != nil {
+			cmd.Stdin = bytes.NewReader(stdin)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("network: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return nil
+	})
+}
+
+// ensureRules makes our chains hold exactly the rules for prefix, in one
+// iptables-restore transaction per run, and adds the jumps to them.
+func (n *Network) ensureRules(prefix netip.Prefix) error {
+	exempt := n.cluster
+	if !exempt.IsValid() {
+		exempt = prefix
+	}
+	pod := prefix.String()
+	rules := fmt.Sprintf(`*nat
+:%[1]s - [0:0]
+-A %[1]s -s %[3]s -d %[4]s -m comment --comment "cairn: pod to pod keeps its source" -j RETURN
+-A %[1]s -s %[3]s -m comment --comment "cairn: pod egress" -j MASQUERADE
+COMMIT
+*filter
+:%[2]s - [0:0]
+-A %[2]s -s %[3]s -j ACCEPT
+-A %[2]s -d %[3]s -j ACCEPT
+COMMIT
+`, masqChain, forwardChain, pod, exempt)
+	if err := n.runIn([]byte(rules), "iptables-restore", "-w", "5", "--noflush"); err != nil {
+		return err
+	}
+	for _, j := range jumps() {
+		spec := j.spec()
+		if n.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
+			continue
+		}
+		op := "-A"
+		if j.insert {
+			op = "-I"
+		}
+		if err := n.iptables(append([]string{"-t", j.table, op}, spec...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeRules deletes the jumps and our chains, if present.
+func (n *Network) removeRules() error {
+	var errs []error
+	for _, j := range jumps() {
+		spec := j.spec()
+		for n.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
+			if err := n.iptables(append([]string{"-t", j.table, "-D"}, spec...)...); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+		if n.iptables("-t", j.table, "-S", j.target) != nil {
+			continue // no such chain
+		}
+		errs = append(errs, n.iptables("-t", j.table, "-F", j.target), n.iptables("-t", j.table, "-X", j.target))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,460 @@
+package network
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultBridge is the name of the node bridge pods attach to.
+const DefaultBridge = "cairn0"
+
+// defaultMTU is the MTU of the bridge and of pod interfaces unless
+// configured.
+const defaultMTU = 1500
+
+// vethPrefix starts the node-side name of every pod veth, so that
+// Teardown can find them.
+const vethPrefix = "cv"
+
+// Config configures a Network.
+type Config struct {
+	// NetNS is the path of the node's network namespace. Empty means the
+	// namespace the process runs in, which is what an agent wants; tests
+	// pass one per simulated node.
+	NetNS string
+	// StateDir keeps the address allocations and the podCIDR across
+	// restarts (e.g. DATA_DIR/network).
+	StateDir string
+	// Bridge names the node bridge; DefaultBridge if empty.
+	Bridge string
+	// PodCIDR is the node's pod range, if known at start; else it comes
+	// from SetPodCIDR, or from the state of the previous run.
+	PodCIDR string
+	// ClusterCIDR is the range of all pods of the cluster: pod traffic to
+	// it keeps its source address, and the rest is masqueraded. Empty
+	// means only this node's podCIDR is exempt.
+	ClusterCIDR string
+	// MTU of the bridge and the pod interfaces; 1500 if zero.
+	MTU int
+	// Logger receives setup and teardown events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Network is the pod network of one node.
+type Network struct {
+	cfg     Config
+	cluster netip.Prefix
+	log     *slog.Logger
+	ipam    ipam
+
+	mu      sync.Mutex
+	h       *netlink.Handle
+	podCIDR netip.Prefix
+}
+
+// New opens the pod network of the node in cfg.NetNS. Once a podCIDR is
+// known (from cfg, SetPodCIDR or the previous run) the bridge and rules
+// are (re)created, idempotently.
+func New(cfg Config) (*Network, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("network: no state directory given")
+	}
+	if cfg.Bridge == "" {
+		cfg.Bridge = DefaultBridge
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = defaultMTU
+	}
+	n := &Network{cfg: cfg, log: cfg.Logger, ipam: ipam{dir: filepath.Join(cfg.StateDir, "ipam")}}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClusterCIDR != "" {
+		p, err := netip.ParsePrefix(cfg.ClusterCIDR)
+		if err != nil || !p.Addr().Is4() {
+			return nil, fmt.Errorf("network: cluster CIDR %q is not an IPv4 prefix", cfg.ClusterCIDR)
+		}
+		n.cluster = p.Masked()
+	}
+	h, err := handleAt(cfg.NetNS)
+	if err != nil {
+		return nil, err
+	}
+	n.h = h
+	cidr := cfg.PodCIDR
+	if cidr == "" {
+		if raw, err := os.ReadFile(filepath.Join(cfg.StateDir, "podcidr")); err == nil {
+			cidr = strings.TrimSpace(string(raw))
+		}
+	}
+	if cidr != "" {
+		if err := n.SetPodCIDR(cidr); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// handleAt opens a netlink handle in the namespace at path, or in the
+// caller's for an empty path.
+func handleAt(path string) (*netlink.Handle, error) {
+	if path == "" {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return nil, fmt.Errorf("network: netlink: %w", err)
+		}
+		return h, nil
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("network: opening netns %s: %w", path, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return nil, fmt.Errorf("network: netlink in %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// Close releases the netlink handle; what was set up stays.
+func (n *Network) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.h != nil {
+		n.h.Close()
+		n.h = nil
+	}
+}
+
+// PodCIDR returns the node's pod range, invalid until one is set.
+func (n *Network) PodCIDR() netip.Prefix {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.podCIDR
+}
+
+// Ready reports whether pods can be attached: the podCIDR is known and
+// the bridge exists.
+func (n *Network) Ready() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.podCIDR.IsValid() || n.h == nil {
+		return false
+	}
+	_, err := n.h.LinkByName(n.cfg.Bridge)
+	return err == nil
+}
+
+// SetPodCIDR sets the node's pod range and makes the bridge, its
+// address, IP forwarding and the masquerading rules match it. It is
+// idempotent, and repairs anything removed behind its back.
+func (n *Network) SetPodCIDR(cidr string) error {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 30 {
+		return fmt.Errorf("network: pod CIDR %q is not an IPv4 prefix of /30 or larger", cidr)
+	}
+	prefix = prefix.Masked()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.h == nil {
+		return errors.New("network: closed")
+	}
+	if err := n.ensureBridge(prefix); err != nil {
+		return err
+	}
+	if err := InNetNS(n.cfg.NetNS, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}); err != nil {
+		return fmt.Errorf("network: enabling IP forwarding: %w", err)
+	}
+	if err := n.ensureRules(prefix); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(n.cfg.StateDir, "podcidr"), []byte(prefix.String()), 0o600); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if n.podCIDR != prefix {
+		n.log.Info("pod network ready", "bridge", n.cfg.Bridge, "podCIDR", prefix, "gateway", gateway(prefix))
+	}
+	n.podCIDR = prefix
+	return nil
+}
+
+// gateway is the bridge's address in prefix: its first address.
+func gateway(prefix netip.Prefix) netip.Addr { return prefix.Masked().Addr().Next() }
+
+// ensureBridge creates the bridge if needed and gives it exactly the
+// gateway address of prefix.
+func (n *Network) ensureBridge(prefix netip.Prefix) error {
+	br, err := n.h.LinkByName(n.cfg.Bridge)
+	if err != nil {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name, attrs.MTU = n.cfg.Bridge, n.cfg.MTU
+		if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("network: creating bridge %s: %w", n.cfg.Bridge, err)
+		}
+		if br, err = n.h.LinkByName(n.cfg.Bridge); err != nil {
+			return fmt.Errorf("network: bridge %s: %w", n.cfg.Bridge, err)
+		}
+	}
+	if _, ok := br.(*netlink.Bridge); !ok {
+		return fmt.Errorf("network: %s exists and is a %s, not a bridge: remove it or choose another bridge name", n.cfg.Bridge, br.Type())
+	}
+	want := ipNet(netip.PrefixFrom(gateway(prefix), prefix.Bits()))
+	addrs, err := n.h.AddrList(br, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	have := false
+	for _, a := range addrs {
+		if a.IPNet.String() == want.String() {
+			have = true
+			continue
+		}
+		// A stale address from an earlier podCIDR would route the old
+		// range here.
+		if err := n.h.AddrDel(br, &a); err != nil {
+			return fmt.Errorf("network: removing %s from %s: %w", a.IPNet, n.cfg.Bridge, err)
+		}
+	}
+	if !have {
+		if err := n.h.AddrAdd(br, &netlink.Addr{IPNet: want}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("network: adding %s to %s: %w", want, n.cfg.Bridge, err)
+		}
+	}
+	if err := n.h.LinkSetUp(br); err != nil {
+		return fmt.Errorf("network: bringing %s up: %w", n.cfg.Bridge, err)
+	}
+	return nil
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// vethName is the node-side name of a sandbox's veth, at most 15 bytes.
+func vethName(prefix, sandboxID string) string {
+	sum := sha256.Sum256([]byte(sandboxID))
+	return prefix + hex.EncodeToString(sum[:])[:12]
+}
+
+// Attach gives the sandbox whose network namespace is at netnsPath an
+// address from the podCIDR on an eth0 veth into the bridge, with a
+// default route through the bridge, and returns the address. Attaching
+// an attached sandbox returns its address again.
+func (n *Network) Attach(sandboxID, netnsPath string) (netip.Addr, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.podCIDR.IsValid() {
+		return netip.Addr{}, errors.New("network: the node has no pod CIDR yet")
+	}
+	if n.h == nil {
+		return netip.Addr{}, errors.New("network: closed")
+	}
+	addr, err := n.ipam.allocate(n.podCIDR, sandboxID)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if err := n.attach(sandboxID, netnsPath, addr); err != nil {
+		n.unsafeDetach(sandboxID)
+		return netip.Addr{}, err
+	}
+	n.log.Debug("attached sandbox", "sandbox", sandboxID, "ip", addr)
+	return addr, nil
+}
+
+func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) error {
+	br, err := n.h.LinkByName(n.cfg.Bridge)
+	if err != nil {
+		return fmt.Errorf("network: bridge %s: %w", n.cfg.Bridge, err)
+	}
+	podNS, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return fmt.Errorf("network: opening netns %s: %w", netnsPath, err)
+	}
+	defer podNS.Close()
+	pod, err := netlink.NewHandleAt(podNS)
+	if err != nil {
+		return fmt.Errorf("network: netlink in %s: %w", netnsPath, err)
+	}
+	defer pod.Close()
+	if _, err := pod.LinkByName("eth0"); err == nil {
+		return nil // attached before a restart, or by an earlier call
+	}
+	host := vethName(vethPrefix, sandboxID)
+	if old, err := n.h.LinkByName(host); err == nil {
+		n.h.LinkDel(old) // half made by a failed attempt
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU = host, n.cfg.MTU
+	peer := vethName("cp", sandboxID)
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: peer, PeerNamespace: netlink.NsFd(int(podNS))}
+	if err := n.h.LinkAdd(veth); err != nil {
+		return fmt.Errorf("network: creating veth %s: %w", host, err)
+	}
+	hostLink, err := n.h.LinkByName(host)
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if err := n.h.LinkSetMaster(hostLink, br); err != nil {
+		return fmt.Errorf("network: attaching %s to %s: %w", host, n.cfg.Bridge, err)
+	}
+	// Hairpin lets a pod reach itself through a Service address that
+	// the proxy resolves to the pod's own IP.
+	if err := n.h.LinkSetHairpin(hostLink, true); err != nil {
+		return fmt.Errorf("network: hairpin on %s: %w", host, err)
+	}
+	if err := n.h.LinkSetUp(hostLink); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if err := configurePod(pod, peer, netip.PrefixFrom(addr, n.podCIDR.Bits()), gateway(n.podCIDR)); err != nil {
+		return err
+	}
+	return waitOperUp(n.h, host)
+}
+
+// linkUpTimeout bounds the wait for a new veth to come up.
+const linkUpTimeout = 5 * time.Second
+
+// waitOperUp waits until a link is operationally up. The kernel applies
+// carrier changes asynchronously, up to a second late, and the bridge
+// drops a port's frames until then: without the wait, a pod's first
+// packets would be lost.
+func waitOperUp(h *netlink.Handle, name string) error {
+	deadline := time.Now().Add(linkUpTimeout)
+	for {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("network: %s still %s after %s", name, l.Attrs().OperState, linkUpTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// configurePod names the pod's veth eth0, gives it its address and a
+// default route via the gateway, and brings it and lo up.
+func configurePod(pod *netlink.Handle, peer string, addr netip.Prefix, gw netip.Addr) error {
+	link, err := pod.LinkByName(peer)
+	if err != nil {
+		return fmt.Errorf("network: pod veth: %w", err)
+	}
+	if err := pod.LinkSetName(link, "eth0"); err != nil {
+		return fmt.Errorf("network: naming pod veth eth0: %w", err)
+	}
+	if err := pod.AddrAdd(link, &netlink.Addr{IPNet: ipNet(addr)}); err != nil {
+		return fmt.Errorf("network: adding %s to eth0: %w", addr, err)
+	}
+	if err := pod.LinkSetUp(link); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if lo, err := pod.LinkByName("lo"); err == nil {
+		if err := pod.LinkSetUp(lo); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
+	route := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw.AsSlice(), Dst: nil}
+	if err := pod.RouteReplace(route); err != nil {
+		return fmt.Errorf("network: default route via %s: %w", gw, err)
+	}
+	return nil
+}
+
+// Detach removes a sandbox's veth and frees its address. It is
+// idempotent, and works after the namespace is gone.
+func (n *Network) Detach(sandboxID string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.unsafeDetach(sandboxID)
+}
+
+func (n *Network) unsafeDetach(sandboxID string) error {
+	if n.h != nil {
+		if link, err := n.h.LinkByName(vethName(vethPrefix, sandboxID)); err == nil {
+			if err := n.h.LinkDel(link); err != nil && !errors.Is(err, unix.ENODEV) {
+				return fmt.Errorf("network: deleting veth of %s: %w", sandboxID, err)
+			}
+		}
+	}
+	return n.ipam.release(sandboxID)
+}
+
+// Address returns the address a sandbox holds, if any.
+func (n *Network) Address(sandboxID string) (netip.Addr, bool) {
+	inUse, err := n.ipam.allocations()
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for addr, owner := range inUse {
+		if owner == sandboxID {
+			return addr, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// GC frees the addresses of sandboxes that no longer exist, such as
+// those removed while the agent was down.
+func (n *Network) GC(exists func(sandboxID string) bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ipam.releaseIf(func(owner string) bool { return !exists(owner) })
+}
+
+// Teardown removes everything the network created in the node's
+// namespace: pod veths, the bridge, the forwarding and masquerading
+// rules, the routes to peers, and the address allocations.
+func (n *Network) Teardown() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	if n.h != nil {
+		links, err := n.h.LinkList()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("network: %w", err))
+		}
+		for _, l := range links {
+			name := l.Attrs().Name
+			if (strings.HasPrefix(name, vethPrefix) && l.Type() == "veth" && len(name) == len(vethPrefix)+12) || name == n.cfg.Bridge {
+				if err := n.h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+					errs = append(errs, fmt.Errorf("network: deleting %s: %w", name, err))
+				}
+			}
+		}
+		errs = append(errs, deleteRoutes(n.h, nil))
+	}
+	errs = append(errs, n.removeRules())
+	if err := os.RemoveAll(n.ipam.dir); err != nil {
+		errs = append(errs, fmt.Errorf("network: %w", err))
+	}
+	if err := os.Remove(filepath.Join(n.cfg.StateDir, "podcidr")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("network: %w", err))
+	}
+	n.podCIDR = netip.Prefix{}
+	n.log.Info("pod network torn down", "bridge", n.cfg.Bridge)
+	return errors.Join(errs...)
+}

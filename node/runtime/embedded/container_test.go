@@ -1,0 +1,279 @@
+package embedded
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn/internal/testimage"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestBusyboxContainerRunsAndLogs(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("web")
+	ip := e.sandboxIP(sb)
+	// Each fact on its own line, "name=value", in a stable order.
+	script := strings.Join([]string{
+		`echo hello`,
+		`echo oops >&2`,
+		`echo pid=$$`,
+		`echo hostname=$(hostname)`,
+		`echo user=$(id -u):$(id -g)`,
+		`echo greeting=$GREETING`,
+		`echo hosts=$(grep -c "^` + ip + `\sweb$" /etc/hosts)`,
+		`echo resolv=$(grep -c "^nameserver 10.96.0.10$" /etc/resolv.conf)`,
+		`echo caps=$(grep CapBnd /proc/self/status | cut -f2)`,
+		`echo sys=$(touch /sys/x 2>/dev/null && echo rw || echo ro)`,
+		`echo devnull=$(echo x > /dev/null && echo ok)`,
+		`echo eth0=$(cat /sys/class/net/eth0/operstate)`,
+		`echo root=$(touch /newfile && echo writable)`,
+		`echo keys=$(wc -c < /proc/keys)`,
+		`echo cgroup2=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)`,
+		`echo memcg=$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)`,
+		`echo procsys=$( (echo cairn > /proc/sys/kernel/domainname) 2>/dev/null && echo rw || echo ro)`,
+	}, "; ")
+	cfg := container("facts", "sh", "-c", script)
+	cfg.Envs = []*runtimeapi.KeyValue{{Key: "GREETING", Value: []byte("hi there")}}
+	id := e.start(sb, cfg)
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	if st.ExitCode != 0 || st.Reason != reasonCompleted || st.StartedAt == 0 || st.FinishedAt < st.StartedAt {
+		t.Errorf("status %s started=%d finished=%d, want a completed container", fmtStatus(st), st.StartedAt, st.FinishedAt)
+	}
+	if st.Image.GetImage() != testimage.BusyboxRef || !strings.HasPrefix(st.ImageId, "sha256:") {
+		t.Errorf("image %q id %q, want %s and its sha256 ID", st.Image.GetImage(), st.ImageId, testimage.BusyboxRef)
+	}
+	lines := e.logLines(st.LogPath)
+	cgroup := e.cfg.CgroupRoot + "/" + sb + "/" + id
+	for _, want := range []string{
+		// Both hierarchies: v1 for limits, v2 for the eBPF proxy.
+		"stdout: cgroup2=" + cgroup,
+		"stdout: memcg=" + cgroup,
+		"stdout: hello",
+		"stderr: oops",
+		"stdout: pid=1",
+		"stdout: hostname=web",
+		"stdout: user=0:0",
+		"stdout: greeting=hi there",
+		"stdout: hosts=1",
+		"stdout: resolv=1",
+		// Docker's default capability set.
+		"stdout: caps=00000000a80425fb",
+		"stdout: sys=ro",
+		"stdout: devnull=ok",
+		"stdout: eth0=up",
+		"stdout: root=writable",
+		// Masked and read-only kernel files.
+		"stdout: keys=0",
+		"stdout: procsys=ro",
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("log lacks %q; it has %q", want, lines)
+		}
+	}
+}
+
+func TestExitCodesAndReasons(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("exits")
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		code   int32
+		reason string
+	}{
+		{"success", []string{"true"}, 0, reasonCompleted},
+		{"failure", []string{"sh", "-c", "exit 3"}, 3, reasonError},
+		{"largest code", []string{"sh", "-c", "exit 255"}, 255, reasonError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.start(sb, container(tc.name, tc.argv...))
+			st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+			if st.ExitCode != tc.code || st.Reason != tc.reason {
+				t.Errorf("%s, want exit %d reason %s", fmtStatus(st), tc.code, tc.reason)
+			}
+		})
+	}
+	t.Run("missing command", func(t *testing.T) {
+		id := e.create(sb, container("missing", "/no/such/binary"))
+		if _, err := e.rt.StartContainer(e.ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err == nil || !strings.Contains(err.Error(), "/no/such/binary") {
+			t.Errorf("StartContainer = %v, want an error naming the binary", err)
+		}
+		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != reasonStartError {
+			t.Errorf("%s, want exited with reason StartError", fmtStatus(st))
+		}
+	})
+}
+
+func TestContainerRestartsInTheSameSandbox(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("restarts")
+	// The container counts its runs in the pod's shared volume.
+	vol := t.TempDir()
+	var ids []string
+	for attempt := uint32(0); attempt < 2; attempt++ {
+		cfg := container("app", "sh", "-c", "echo run >> /data/runs; wc -l < /data/runs; exit 1")
+		cfg.Metadata.Attempt = attempt
+		cfg.Mounts = []*runtimeapi.Mount{{HostPath: vol, ContainerPath: "/data"}}
+		id := e.start(sb, cfg)
+		st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+		if st.ExitCode != 1 {
+			t.Fatalf("attempt %d: %s, want exit 1", attempt, fmtStatus(st))
+		}
+		if want := fmt.Sprintf("stdout: %d", attempt+1); !slices.Contains(e.logLines(st.LogPath), want) {
+			t.Errorf("attempt %d logged %q, want %q", attempt, e.logLines(st.LogPath), want)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := e.rt.RemoveContainer(e.ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.rt.ListContainers(e.ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: sb}})
+	if err != nil || len(list.Containers) != 1 || list.Containers[0].Id != ids[1] || list.Containers[0].Metadata.Attempt != 1 {
+		t.Errorf("ListContainers = %v, %v; want only attempt 1", list, err)
+	}
+}
+
+func TestStopContainerSendsSIGTERMThenSIGKILL(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("stops")
+	graceful := e.start(sb, container("graceful", "sh", "-c", `trap "echo terminating; exit 3" TERM; echo ready; while true; do sleep 0.05; done`))
+	stubborn := e.start(sb, container("stubborn", "sleep", "1000"))
+	e.waitLog(e.status(graceful).LogPath, "ready", 5*time.Second)
+
+	for _, tc := range []struct {
+		name     string
+		id       string
+		timeout  int64
+		code     int32
+		min, max time.Duration
+	}{
+		// Handles SIGTERM: stops at once, long before the timeout.
+		{"graceful", graceful, 10, 3, 0, 5 * time.Second},
+		// PID 1 without a handler ignores SIGTERM: SIGKILL after 1s.
+		{"stubborn", stubborn, 1, 137, time.Second, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			if _, err := e.rt.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: tc.id, Timeout: tc.timeout}); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			st := e.status(tc.id)
+			if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != tc.code {
+				t.Errorf("%s, want exited with %d", fmtStatus(st), tc.code)
+			}
+			if took < tc.min || took > tc.max {
+				t.Errorf("StopContainer took %s, want between %s and %s", took, tc.min, tc.max)
+			}
+		})
+	}
+	if !slices.Contains(e.logLines(e.status(graceful).LogPath), "stdout: terminating") {
+		t.Error("the graceful container's TERM handler did not run")
+	}
+	if _, err := e.rt.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: stubborn, Timeout: 1}); err != nil {
+		t.Errorf("stopping a stopped container: %v", err)
+	}
+}
+
+func TestMemoryLimitOOMKillsTheContainer(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("oom")
+	cfg := container("hog", "tail", "/dev/zero") // tail buffers a line that never ends
+	cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: 32 << 20, CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512,
+	}
+	id := e.start(sb, cfg)
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
+	if st.Reason != reasonOOMKilled || st.ExitCode != 137 {
+		t.Errorf("%s, want OOMKilled with 137", fmtStatus(st))
+	}
+	if st.Resources.GetLinux().GetMemoryLimitInBytes() != 32<<20 {
+		t.Errorf("status resources = %v, want the 32Mi limit", st.Resources)
+	}
+	var sp spec
+	if err := readJSON(e.rt.containerDir(id)+"/spec.json", &sp); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"cpu.cfs_quota_us": "50000", "cpu.shares": "512"} {
+		dir, ok := sp.Cgroups.V1["cpu"]
+		if !ok {
+			t.Skip("no cgroup v1 cpu controller")
+		}
+		got, err := readTrimmed(dir + "/" + file)
+		if err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %s", file, got, err, want)
+		}
+	}
+}
+
+func TestBindMountsHonourReadonly(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("volumes")
+	rw, ro := t.TempDir(), t.TempDir()
+	if err := writeFile(ro+"/in", "from the host\n"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := container("vols", "sh", "-c", `cat /config/in; echo written > /data/out; touch /config/x 2>/dev/null && echo ro-writable || echo ro-refused`)
+	cfg.Mounts = []*runtimeapi.Mount{
+		{HostPath: rw, ContainerPath: "/data"},
+		{HostPath: ro, ContainerPath: "/config", Readonly: true},
+	}
+	id := e.start(sb, cfg)
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	lines := e.logLines(st.LogPath)
+	for _, want := range []string{"stdout: from the host", "stdout: ro-refused"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("log %q lacks %q", lines, want)
+		}
+	}
+	if got, err := readTrimmed(rw + "/out"); err != nil || got != "written" {
+		t.Errorf("host sees %q, %v in the read-write volume; want written", got, err)
+	}
+	if st.ExitCode != 0 {
+		t.Errorf("%s", fmtStatus(st))
+	}
+}
+
+func TestContainerRunsOnACopyWithoutOverlayfs(t *testing.T) {
+	e := newTestEnv(t)
+	e.rt.overlay = false // as on a state directory overlayfs cannot use
+	sb := e.runPod("copy")
+	cfg := container("app", "sh", "-c", "echo changed > /etc/motd; cat /etc/motd; ls -l /bin/sh")
+	id := e.start(sb, cfg)
+	if _, err := readTrimmed(e.rt.containerDir(id) + "/copy/bin/busybox"); err != nil {
+		t.Fatalf("no copy of the image for the container: %v", err)
+	}
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	lines := strings.Join(e.logLines(st.LogPath), "\n")
+	if st.ExitCode != 0 || !strings.Contains(lines, "stdout: changed") || !strings.Contains(lines, "/bin/sh -> /bin/busybox") {
+		t.Errorf("%s, log %q", fmtStatus(st), lines)
+	}
+	img, err := e.cfg.Images.Get(testimage.BusyboxRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, root, err := e.cfg.Images.Unpack(e.ctx, img.ID, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.cfg.Images.Release(img.ID, "probe")
+	if _, err := readTrimmed(root + "/etc/motd"); err == nil {
+		t.Error("the container wrote into the image's shared root filesystem")
+	}
+}
+
+func TestReadonlyRootfs(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("ro")
+	cfg := container("app", "sh", "-c", "touch /x 2>/dev/null && echo writable || echo readonly; echo ok > /tmp/t 2>/dev/null || echo tmp-readonly")
+	cfg.Linux.SecurityContext.ReadonlyRootfs = true
+	id := e.start(sb, cfg)
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	if lines := e.logLines(st.LogPath); !slices.Contains(lines, "stdout: readonly") {
+		t.Errorf("log %q, want the root filesystem read-only", lines)
+	}
+}

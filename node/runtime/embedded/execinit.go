@@ -1,0 +1,105 @@
+package embedded
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes of the exec helper when the command cannot run, as shells
+// use them.
+const (
+	exitCannotExec = 126
+	exitNotFound   = 127
+)
+
+// runExec is the main of the exec helper: `__container-exec DIR -- CMD
+// ARG...`. It joins the running container's cgroups and its IPC, UTS,
+// network and PID namespaces, then runs CMD chrooted into the
+// container's root filesystem, with the container's user, environment,
+// working directory and capabilities, and exits with CMD's status.
+//
+// A Go process cannot join another mount namespace (setns refuses
+// multi-threaded callers), so the command reaches the container's
+// filesystem through /proc/PID/root instead, which shows the same tree,
+// volumes and /proc included.
+func runExec(args []string) int {
+	if len(args) < 3 || args[1] != "--" {
+		return helperUsage(execCommand, args)
+	}
+	code, err := execIn(args[0], args[2:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
+}
+
+func execIn(dir string, argv []string) (int, error) {
+	var sp spec
+	if err := readJSON(filepath.Join(dir, "spec.json"), &sp); err != nil {
+		return exitCannotExec, err
+	}
+	st, ok, err := readState(dir)
+	if err != nil || !ok || !st.Running || !alive(st.PID, st.PIDStart) {
+		return exitCannotExec, fmt.Errorf("container %s is not running", sp.ID)
+	}
+	root := fmt.Sprintf("/proc/%d/root", st.PID)
+	path, err := lookPathIn(root, argv[0], sp.Env)
+	if err != nil {
+		return exitNotFound, err
+	}
+	if err := sp.Cgroups.addProcess(os.Getpid()); err != nil {
+		return exitCannotExec, err
+	}
+	// Namespaces and capabilities are per thread: the command is forked
+	// from this one.
+	runtime.LockOSThread()
+	for _, ns := range []struct {
+		name string
+		flag int
+	}{{"ipc", unix.CLONE_NEWIPC}, {"uts", unix.CLONE_NEWUTS}, {"net", unix.CLONE_NEWNET}, {"pid", unix.CLONE_NEWPID}} {
+		fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/%s", st.PID, ns.name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return exitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
+		}
+		err = unix.Setns(fd, ns.flag)
+		unix.Close(fd)
+		if err != nil {
+			return exitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
+		}
+	}
+	if err := dropBoundingCaps(sp.Caps); err != nil {
+		return exitCannotExec, err
+	}
+	if sp.NoNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return exitCannotExec, err
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   argv,
+		Env:    sp.Env,
+		Dir:    sp.Cwd,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Chroot:     root,
+			Credential: &syscall.Credential{Uid: sp.UID, Gid: sp.GID, Groups: sp.Groups},
+			// No parent-death signal: Go's check that the parent is
+			// alive compares pids across the PID namespace boundary and
+			// always fails. The agent kills the helper's process group,
+			// which the command shares, instead.
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return exitCannotExec, fmt.Errorf("exec %s: %w", argv[0], err)
+	}
+	cmd.Wait()
+	return exitCode(cmd.ProcessState), nil
+}

@@ -1,0 +1,82 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// maxExecOutput bounds the output ExecSync keeps per stream, as the
+// kubelet only reads the start of a probe's output.
+const maxExecOutput = 16 << 20
+
+// ExecSync runs a command in a running container and returns its output
+// and exit code. With a timeout, a command still running then is killed
+// and ExecSync fails with an error wrapping context.DeadlineExceeded.
+func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	c, err := r.container(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetCmd()) == 0 {
+		return nil, errors.New("embedded: ExecSync needs a command")
+	}
+	if st, _ := r.currentState(c); !st.Running {
+		return nil, fmt.Errorf("embedded: container %s is not running", c.ID)
+	}
+	if t := req.GetTimeout(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		defer cancel()
+	}
+	var stdout, stderr capped
+	cmd := &exec.Cmd{
+		Path:   selfExe,
+		Args:   append([]string{os.Args[0], execCommand, r.containerDir(c.ID), "--"}, req.GetCmd()...),
+		Env:    []string{},
+		Stdout: &stdout,
+		Stderr: &stderr,
+		// Its own process group, which the command joins: a kill of the
+		// group on timeout takes both.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("embedded: exec in %s: %w", c.ID, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &timeoutError{fmt.Sprintf("embedded: exec in %s timed out after %ds", c.ID, req.GetTimeout())}
+		}
+		return nil, ctx.Err()
+	}
+	return &runtimeapi.ExecSyncResponse{
+		Stdout:   stdout.Bytes(),
+		Stderr:   stderr.Bytes(),
+		ExitCode: int32(exitCode(cmd.ProcessState)),
+	}, nil
+}
+
+// capped is a buffer that keeps the first maxExecOutput bytes.
+type capped struct{ bytes.Buffer }
+
+// Write keeps what fits and drops the rest without failing, so that a
+// chatty command is not killed by a broken pipe.
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxExecOutput - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

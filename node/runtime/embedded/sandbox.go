@@ -1,0 +1,296 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"cairn/node/network"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// hostsHeader starts the /etc/hosts of pods not on the host network.
+const hostsHeader = `# Kubernetes-managed hosts file (cairn embedded runtime).
+127.0.0.1	localhost
+::1	localhost ip6-localhost ip6-loopback
+fe00::0	ip6-localnet
+fe00::1	ip6-allnodes
+fe00::2	ip6-allrouters
+`
+
+func (r *Runtime) sandbox(id string) (*sandboxRecord, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return nil, notFound("sandbox", id)
+	}
+	return sb, nil
+}
+
+func (sb *sandboxRecord) config() *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{}
+	protojson.Unmarshal(sb.Config, cfg)
+	return cfg
+}
+
+func (r *Runtime) saveSandbox(sb *sandboxRecord) error {
+	return writeJSON(filepath.Join(r.sandboxDir(sb.ID), "sandbox.json"), sb)
+}
+
+// RunPodSandbox creates a sandbox: a network namespace attached to the
+// pod network (unless the pod uses the host's), and the hosts, hostname
+// and resolv.conf files its containers get.
+func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	cfg := req.GetConfig()
+	if cfg == nil || cfg.GetMetadata() == nil {
+		return nil, errors.New("embedded: RunPodSandbox needs a config with metadata")
+	}
+	raw, err := protojson.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	sb := &sandboxRecord{ID: newID(), Config: raw, CreatedAt: r.now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler()}
+	dir := r.sandboxDir(sb.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	if err := r.setupSandbox(sb, cfg); err != nil {
+		r.teardownNetwork(sb)
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	r.mu.Lock()
+	r.sandboxes[sb.ID] = sb
+	r.mu.Unlock()
+	r.log.Info("sandbox started", "id", sb.ID, "pod", cfg.GetMetadata().GetNamespace()+"/"+cfg.GetMetadata().GetName(), "ip", sb.IP)
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.ID}, nil
+}
+
+func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConfig) error {
+	hostNet := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	sb.Hostname = cfg.GetHostname()
+	if sb.Hostname == "" {
+		sb.Hostname = cfg.GetMetadata().GetName()
+	}
+	if hostNet {
+		if h, err := os.Hostname(); err == nil && cfg.GetHostname() == "" {
+			sb.Hostname = h
+		}
+	} else {
+		if r.cfg.Network == nil {
+			return errors.New("embedded: the runtime has no pod network: only hostNetwork pods can run")
+		}
+		sb.NetNS = filepath.Join(r.cfg.NetNSDir, sb.ID)
+		if err := network.NewNetNS(sb.NetNS); err != nil {
+			sb.NetNS = ""
+			return err
+		}
+		ip, err := r.cfg.Network.Attach(sb.ID, sb.NetNS)
+		if err != nil {
+			return err
+		}
+		sb.IP = ip.String()
+		if err := applySysctls(sb.NetNS, cfg.GetLinux().GetSysctls()); err != nil {
+			return err
+		}
+	}
+	if err := r.writeEtcFiles(sb, cfg, hostNet); err != nil {
+		return err
+	}
+	sb.Ready = true
+	return r.saveSandbox(sb)
+}
+
+// applySysctls sets the pod's namespaced network sysctls in its network
+// namespace. Other sysctls would need an IPC namespace shared by the
+// pod's containers, which this runtime does not make.
+func applySysctls(netns string, sysctls map[string]string) error {
+	for k, v := range sysctls {
+		if !strings.HasPrefix(k, "net.") {
+			return fmt.Errorf("embedded: sysctl %s is not supported (only net.* sysctls are)", k)
+		}
+		p := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+		if err := network.InNetNS(netns, func() error { return os.WriteFile(p, []byte(v), 0o644) }); err != nil {
+			return fmt.Errorf("embedded: sysctl %s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}
+
+// writeEtcFiles writes the sandbox's hosts, hostname and resolv.conf.
+func (r *Runtime) writeEtcFiles(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConfig, hostNet bool) error {
+	dir := r.sandboxDir(sb.ID)
+	hosts := []byte(hostsHeader + sb.IP + "\t" + sb.Hostname + "\n")
+	if hostNet {
+		if h, err := os.ReadFile("/etc/hosts"); err == nil {
+			hosts = h
+		}
+	}
+	dns := cfg.GetDnsConfig()
+	var resolv []byte
+	if len(dns.GetServers()) == 0 && len(dns.GetSearches()) == 0 && len(dns.GetOptions()) == 0 {
+		resolv, _ = os.ReadFile("/etc/resolv.conf")
+	} else {
+		var b strings.Builder
+		for _, s := range dns.GetServers() {
+			fmt.Fprintf(&b, "nameserver %s\n", s)
+		}
+		if len(dns.GetSearches()) > 0 {
+			fmt.Fprintf(&b, "search %s\n", strings.Join(dns.GetSearches(), " "))
+		}
+		if len(dns.GetOptions()) > 0 {
+			fmt.Fprintf(&b, "options %s\n", strings.Join(dns.GetOptions(), " "))
+		}
+		resolv = []byte(b.String())
+	}
+	for name, data := range map[string][]byte{"hosts": hosts, "hostname": []byte(sb.Hostname + "\n"), "resolv.conf": resolv} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("embedded: %w", err)
+		}
+	}
+	return nil
+}
+
+// teardownNetwork detaches the sandbox from the pod network and deletes
+// its namespace; it is idempotent.
+func (r *Runtime) teardownNetwork(sb *sandboxRecord) error {
+	var errs []error
+	if r.cfg.Network != nil && sb.NetNS != "" {
+		errs = append(errs, r.cfg.Network.Detach(sb.ID))
+	}
+	if sb.NetNS != "" {
+		errs = append(errs, network.RemoveNetNS(sb.NetNS))
+	}
+	return errors.Join(errs...)
+}
+
+// StopPodSandbox kills the sandbox's containers and gives back its
+// network resources. Stopping a stopped or unknown sandbox succeeds.
+func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	sb, err := r.sandbox(req.GetPodSandboxId())
+	if isNotFound(err) {
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
+	for _, c := range r.containersOf(sb.ID) {
+		if err := r.stopContainer(ctx, c, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.teardownNetwork(sb); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	wasReady := sb.Ready
+	sb.Ready = false
+	err = r.saveSandbox(sb)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if wasReady {
+		r.log.Info("sandbox stopped", "id", sb.ID)
+	}
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+// RemovePodSandbox stops the sandbox, removes its containers and
+// deletes it. Removing an unknown sandbox succeeds.
+func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	sb, err := r.sandbox(req.GetPodSandboxId())
+	if isNotFound(err) {
+		return &runtimeapi.RemovePodSandboxResponse{}, nil
+	}
+	if _, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.ID}); err != nil {
+		return nil, err
+	}
+	for _, c := range r.containersOf(sb.ID) {
+		if err := r.removeContainer(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.cgroups.paths(filepath.Join(r.cfg.CgroupRoot, sb.ID)).remove(); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(r.sandboxDir(sb.ID)); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	r.mu.Lock()
+	delete(r.sandboxes, sb.ID)
+	r.mu.Unlock()
+	r.log.Info("sandbox removed", "id", sb.ID)
+	return &runtimeapi.RemovePodSandboxResponse{}, nil
+}
+
+// PodSandboxStatus reports a sandbox's state and address.
+func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	sb, err := r.sandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg := sb.config()
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             sb.ID,
+		Metadata:       cfg.GetMetadata(),
+		State:          sandboxState(sb),
+		CreatedAt:      sb.CreatedAt,
+		Labels:         cfg.GetLabels(),
+		Annotations:    cfg.GetAnnotations(),
+		RuntimeHandler: sb.RuntimeHandler,
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+			Options: cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(),
+		}},
+	}
+	if sb.Ready && sb.IP != "" {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: sb.IP}
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: st}, nil
+}
+
+func sandboxState(sb *sandboxRecord) runtimeapi.PodSandboxState {
+	if sb.Ready {
+		return runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+}
+
+// ListPodSandbox lists the sandboxes that match the filter.
+func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f := req.GetFilter()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range r.sandboxes {
+		cfg := sb.config()
+		if f.GetId() != "" && f.GetId() != sb.ID {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().GetState() != sandboxState(sb) {
+			continue
+		}
+		if !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandbox{
+			Id: sb.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sb), CreatedAt: sb.CreatedAt,
+			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), RuntimeHandler: sb.RuntimeHandler,
+		})
+	}
+	return &runtimeapi.ListPodSandboxResponse{Items: out}, nil
+}
+
+func matchLabels(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
