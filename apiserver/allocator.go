@@ -64,8 +64,9 @@ type allocator struct {
 
 func (a *allocator) key(member string) string { return a.prefix + member }
 
-// claim allocates a requested member to o. A member held by an orphan is
-// taken over; otherwise an allocated member is errAllocated.
+// claim allocates a requested member to o. A member o holds already is
+// its own (an update retried after a conflict claims again); one held by
+// an orphan is taken over; otherwise an allocated member is errAllocated.
 func (a *allocator) claim(ctx context.Context, member string, o owner) error {
 	if _, ok := a.r.offset(member); !ok {
 		return errNotInRange
@@ -73,6 +74,9 @@ func (a *allocator) claim(ctx context.Context, member string, o owner) error {
 	ok, held, rev, err := a.create(ctx, member, o)
 	if err != nil || ok {
 		return err
+	}
+	if held.UID != "" && held.UID == o.UID {
+		return nil
 	}
 	orphan, err := a.isOrphan(ctx, held, member)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"cairn/apiserver/registry"
 	"cairn/apiserver/storage"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,8 +77,13 @@ func (h *restHandler) delete(w http.ResponseWriter, r *http.Request, info reques
 
 // deleteOne deletes an object, or only marks it (deletionTimestamp) while
 // finalizers remain or, for a scheduled pod, while its grace period runs.
+// A namespace is also marked Terminating, and its spec.finalizers hold it
+// like metadata.finalizers do.
 func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *metav1.DeleteOptions) (runtime.Object, error) {
 	ctx := r.Context()
+	if err := h.deletable(name); err != nil {
+		return nil, err
+	}
 	key := h.key(namespace, name)
 	var gone bool
 	marked, err := h.store.GuaranteedUpdate(ctx, key, opts.Preconditions, func(current runtime.Object) (runtime.Object, error) {
@@ -94,7 +100,7 @@ func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *m
 		case ptrPolicy(metav1.DeletePropagationOrphan):
 			addFinalizer(m, metav1.FinalizerOrphanDependents)
 		}
-		if len(m.GetFinalizers()) == 0 && grace == 0 {
+		if len(m.GetFinalizers()) == 0 && specFinalized(obj) && grace == 0 {
 			gone = true
 			return nil, errDeleteNow
 		}
@@ -106,6 +112,7 @@ func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *m
 			// A shorter grace period may be asked for later (kubectl delete --now).
 			m.SetDeletionGracePeriodSeconds(&grace)
 		}
+		markTerminating(obj)
 		if dryRun(r) {
 			return nil, errDryRun
 		}
@@ -165,7 +172,17 @@ func (h *restHandler) gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions
 	return corev1.DefaultTerminationGracePeriodSeconds
 }
 
+// collectionDeletable reports whether r serves deletecollection: every
+// resource but namespaces, as in Kubernetes, where emptying the cluster
+// of namespaces with one request would be too easy a mistake.
+func collectionDeletable(r *registry.Resource) bool {
+	return r.GVR != corev1.SchemeGroupVersion.WithResource("namespaces")
+}
+
 func (h *restHandler) deleteCollection(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	if !collectionDeletable(h.res) {
+		return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), "deletecollection")
+	}
 	opts, err := h.deleteOptions(r)
 	if err != nil {
 		return err

@@ -12,26 +12,71 @@ import (
 
 // discovery answers /api, /apis and the per group-version resource lists
 // from the registry, so kubectl and client-go find every resource, its
-// short names, categories, verbs and subresources.
+// short names, categories, verbs and subresources. /api and /apis come in
+// two forms: the legacy documents, and the aggregated ones
+// (apidiscovery.k8s.io/v2) that hold every resource in one answer, which
+// client-go asks for first (see discovery_aggregated.go).
 type discovery struct {
-	groups    []metav1.APIGroup // non-core groups, in registry order
-	resources map[schema.GroupVersion]*metav1.APIResourceList
+	groups     []metav1.APIGroup // non-core groups, in registry order
+	resources  map[schema.GroupVersion]*metav1.APIResourceList
+	aggregated aggregatedDocuments
 }
 
-var (
-	verbsNamespacedOrCluster = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	subresourceVerbs         = map[string]metav1.Verbs{
-		"status":   {"get", "patch", "update"},
-		"scale":    {"get", "patch", "update"},
-		"binding":  {"create"},
-		"eviction": {"create"},
-		"log":      {"get"},
-		"finalize": {"update"},
+// verbsAll are the verbs of a resource served by the generic REST layer.
+var verbsAll = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// subresourceVerbs are the verbs each subresource serves.
+var subresourceVerbs = map[string]metav1.Verbs{
+	"status":   {"get", "patch", "update"},
+	"scale":    {"get", "patch", "update"},
+	"binding":  {"create"},
+	"eviction": {"create"},
+	"log":      {"get"},
+	"finalize": {"update"},
+}
+
+// subresourceKinds are the kinds of the subresources that do not answer
+// with their resource's own kind.
+var subresourceKinds = map[string]schema.GroupVersionKind{
+	"scale":    {Group: "autoscaling", Version: "v1", Kind: "Scale"},
+	"binding":  {Version: "v1", Kind: "Binding"},
+	"eviction": {Group: "policy", Version: "v1", Kind: "Eviction"},
+}
+
+// resourceVerbs are the verbs r serves: namespaces, as in Kubernetes,
+// cannot be deleted as a collection.
+func resourceVerbs(r *registry.Resource) metav1.Verbs {
+	if !collectionDeletable(r) {
+		out := metav1.Verbs{}
+		for _, v := range verbsAll {
+			if v != "deletecollection" {
+				out = append(out, v)
+			}
+		}
+		return out
 	}
-)
+	return verbsAll
+}
+
+// subresourceKind is the kind a subresource of r takes and returns.
+func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
+	if gvk, ok := subresourceKinds[sub]; ok {
+		return gvk
+	}
+	return r.GVK()
+}
+
+// subresourceVerbsOf are the verbs of a subresource; get for one this
+// table does not know.
+func subresourceVerbsOf(sub string) metav1.Verbs {
+	if v, ok := subresourceVerbs[sub]; ok {
+		return v
+	}
+	return metav1.Verbs{"get"}
+}
 
 func newDiscovery(resources []*registry.Resource) *discovery {
-	d := &discovery{resources: map[schema.GroupVersion]*metav1.APIResourceList{}}
+	d := &discovery{resources: map[schema.GroupVersion]*metav1.APIResourceList{}, aggregated: newAggregatedDocuments(resources)}
 	seenGroup := map[string]bool{}
 	for _, r := range resources {
 		gv := r.GVR.GroupVersion()
@@ -45,30 +90,15 @@ func newDiscovery(resources []*registry.Resource) *discovery {
 			SingularName: singularOf(r),
 			Namespaced:   r.Namespaced,
 			Kind:         r.Kind,
-			Verbs:        verbsNamespacedOrCluster,
+			Verbs:        resourceVerbs(r),
 			ShortNames:   r.ShortNames,
 			Categories:   r.Categories,
 		})
 		for _, sub := range r.Subresources {
-			kind := r.Kind
-			switch sub {
-			case "scale":
-				kind = "Scale"
-			case "binding":
-				kind = "Binding"
-			case "eviction":
-				kind = "Eviction"
-			}
-			verbs := subresourceVerbs[sub]
-			if verbs == nil {
-				verbs = metav1.Verbs{"get"}
-			}
-			res := metav1.APIResource{Name: r.GVR.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: verbs}
-			if sub == "scale" {
-				res.Group, res.Version = "autoscaling", "v1"
-			}
-			if sub == "eviction" {
-				res.Group, res.Version = "policy", "v1"
+			gvk := subresourceKind(r, sub)
+			res := metav1.APIResource{Name: r.GVR.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: gvk.Kind, Verbs: subresourceVerbsOf(sub)}
+			if gvk.GroupVersion() != gv {
+				res.Group, res.Version = gvk.Group, gvk.Version
 			}
 			list.APIResources = append(list.APIResources, res)
 		}
@@ -98,6 +128,8 @@ func singularOf(r *registry.Resource) string {
 func (d *discovery) serve(w http.ResponseWriter, r *http.Request) (ok bool) {
 	parts := splitPath(r.URL.Path)
 	switch {
+	case len(parts) == 1 && (parts[0] == "api" || parts[0] == "apis") && wantsAggregated(r.Header.Values("Accept")):
+		d.aggregated.serve(w, r, parts[0])
 	case len(parts) == 1 && parts[0] == "api":
 		writeJSON(w, http.StatusOK, &metav1.APIVersions{
 			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},

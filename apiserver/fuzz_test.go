@@ -150,12 +150,13 @@ func FuzzDecodeBody(f *testing.F) {
 	})
 }
 
-// FuzzPatch sends arbitrary patches of the three types to a stored pod.
+// FuzzPatch sends arbitrary patches of the three types, and server-side
+// applies, to a stored pod.
 // The server must never panic nor answer 5xx, and the pod it keeps must
 // stay the same pod and pass validation.
 func FuzzPatch(f *testing.F) {
 	const (
-		jsonPatch, mergePatch, strategicPatch uint8 = 0, 1, 2
+		jsonPatch, mergePatch, strategicPatch, apply uint8 = 0, 1, 2, 3
 	)
 	seeds := []struct {
 		typ   uint8
@@ -198,6 +199,22 @@ func FuzzPatch(f *testing.F) {
 		{strategicPatch, `{"$patch":"replace"}`},
 		{strategicPatch, `{"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}}`},
 		{strategicPatch, `{"spec":{"containers":{"name":"web"}}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target","labels":{"tier":"front"}}}`},
+		{apply, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: target\nspec:\n  containers:\n  - name: web\n    image: web:2\n"},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target"},"spec":{"containers":[{"name":"other","image":"x"}]}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target"},"spec":{"containers":[{"name":"web"},{"name":"web"}]}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target","uid":"another","namespace":"default"}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target","resourceVersion":"1"}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target","deletionTimestamp":"2020-01-01T00:00:00Z"}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target"},"status":{"phase":"Running"}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"deletionTimestamp":0}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target"},"spec":{"activeDeadlineSeconds":-5}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target","managedFields":[{}]}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"target"},"spec":{"containers":null}}`},
+		{apply, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"target"}}`},
+		{apply, `{"apiVersion":"v1","kind":"Pod"}`},
+		{apply, "a: [\n"},
+		{apply, `null`},
 	}
 	for _, s := range seeds {
 		f.Add(s.typ, []byte(s.patch))
@@ -219,8 +236,12 @@ func FuzzPatch(f *testing.F) {
 	}
 	orig := create(f)
 	f.Fuzz(func(t *testing.T, typ uint8, patch []byte) {
-		pt := []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType}[typ%3]
-		code, out := api.do(t, http.MethodPatch, "/api/v1/namespaces/fuzz/pods/target", string(pt), patch)
+		pt := []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType}[typ%4]
+		path := "/api/v1/namespaces/fuzz/pods/target?fieldManager=fuzz"
+		if pt == types.ApplyYAMLPatchType {
+			path += "&force=true" // to reach the merge past the creator's fields
+		}
+		code, out := api.do(t, http.MethodPatch, path, string(pt), patch)
 		if code >= 500 {
 			t.Fatalf("%d for a %s: %s", code, pt, out)
 		}

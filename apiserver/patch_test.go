@@ -68,12 +68,6 @@ func TestPatchTypes(t *testing.T) {
 			t.Fatalf("failing test op: %v (code %d), want 422", err, code)
 		}
 	})
-	t.Run("ServerSideApplyIs415", func(t *testing.T) {
-		_, err := applyPatch(types.ApplyYAMLPatchType, current, []byte(`{}`), &corev1.Pod{})
-		if code := apiCode(err); code != http.StatusUnsupportedMediaType {
-			t.Fatalf("apply patch: %v, want 415", err)
-		}
-	})
 	t.Run("GarbageIsBadRequest", func(t *testing.T) {
 		for _, pt := range []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType} {
 			if code := apiCode2(applyPatch(pt, current, []byte(`{{{`), &corev1.Pod{})); code != http.StatusBadRequest {

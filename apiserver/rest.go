@@ -28,6 +28,9 @@ type restHandler struct {
 	s     *Server
 	res   *registry.Resource
 	store *storage.Store
+	// createFields caches the managedFields of creates; nil computes
+	// them every time.
+	createFields *createFieldsCache
 }
 
 func (h *restHandler) key(namespace, name string) string {
@@ -190,6 +193,9 @@ func (h *restHandler) create(w http.ResponseWriter, r *http.Request, info reques
 	if info.Name != "" || info.Subresource != "" {
 		return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), "create")
 	}
+	if err := checkFieldManager(r, "CreateOptions"); err != nil {
+		return err
+	}
 	body, err := h.readBody(r)
 	if err != nil {
 		return err
@@ -198,34 +204,55 @@ func (h *restHandler) create(w http.ResponseWriter, r *http.Request, info reques
 	if err := decodeBody(r, body, obj, strictFields(r)); err != nil {
 		return err
 	}
-	if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
+	out, err := h.createObject(r.Context(), r, info.Namespace, obj, true)
+	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	return h.respond(w, r, http.StatusCreated, out)
+}
+
+// createObject stores a new object, after defaults, validation and
+// admission; track records its fields under the request's manager (an
+// apply has recorded them already).
+func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespace string, obj runtime.Object, track bool) (runtime.Object, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	requested := m.GetManagedFields()
+	if err := beforeCreate(obj, namespace, h.res, time.Now()); err != nil {
+		return nil, err
+	}
 	h.res.Strategy.Default(obj)
+	// A client may create an object with its managedFields (a restore
+	// does): they are kept, and the creator's fields added to them.
+	m.SetManagedFields(requested)
+	if track {
+		obj = h.trackCreate(r, "", obj)
+		m, _ = metaOf(obj)
+	}
 	h.res.Strategy.PrepareForCreate(ctx, obj)
-	m, _ := metaOf(obj)
 	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return invalid(h.res, m.GetName(), errs)
+		return nil, invalid(h.res, m.GetName(), errs)
 	}
 	if h.res.Namespaced {
-		if err := h.s.namespaceExists(ctx, m.GetNamespace()); err != nil {
-			return err
+		if err := h.namespaceAdmits(ctx, m); err != nil {
+			return nil, err
 		}
 	}
 	undo, err := h.admit(ctx, obj, dryRun(r))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if dryRun(r) {
-		return h.respond(w, r, http.StatusCreated, obj)
+		return obj, nil
 	}
 	out, err := h.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), obj, h.ttl(obj))
 	if err != nil {
 		undo(err)
-		return err
+		return nil, err
 	}
-	return h.respond(w, r, http.StatusCreated, out)
+	return out, nil
 }
 
 // ttl is how long an object lives: events expire as in Kubernetes.
@@ -243,6 +270,9 @@ func (h *restHandler) ttl(runtime.Object) int64 {
 func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requestInfo, allowCreate bool, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, bool, error) {
 	created := false
 	var dry runtime.Object
+	// An apply has merged the managedFields already.
+	track := !isApply(r)
+	hook := h.beginUpdate(ctx, dryRun(r))
 	out, err := h.store.GuaranteedUpdate(ctx, h.key(info.Namespace, info.Name), nil, func(current runtime.Object) (runtime.Object, error) {
 		// The store hands an empty object when none is stored yet.
 		exists := current != nil && resourceVersionOf(current) != ""
@@ -266,13 +296,22 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 		if !exists {
 			created = true
 			m.SetResourceVersion("")
+			requested := m.GetManagedFields()
 			if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
 				return nil, err
 			}
 			h.res.Strategy.Default(obj)
+			m.SetManagedFields(requested)
+			if track {
+				obj = h.trackCreate(r, info.Subresource, obj)
+				m, _ = metaOf(obj)
+			}
 			h.res.Strategy.PrepareForCreate(ctx, obj)
 			if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
 				return nil, invalid(h.res, info.Name, errs)
+			}
+			if err := h.namespaceAdmits(ctx, m); err != nil {
+				return nil, err
 			}
 		} else {
 			cm, _ := metaOf(current)
@@ -280,6 +319,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				return nil, apierrors.NewConflict(h.res.GVR.GroupResource(), info.Name,
 					fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 			}
+			requested := m.GetManagedFields()
 			h.res.Strategy.Default(obj)
 			if info.Subresource == "status" {
 				h.res.Strategy.PrepareStatusForUpdate(ctx, obj, current)
@@ -290,8 +330,20 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				return nil, err
 			}
 			m.SetResourceVersion(cm.GetResourceVersion())
+			// The field manager decides from the request's managedFields
+			// (empty resets them, none keeps the stored ones) and what
+			// the write changed, after the strategy dropped what it may
+			// not change.
+			m.SetManagedFields(requested)
+			if track {
+				obj = h.trackUpdate(r, info.Subresource, current, obj)
+				m, _ = metaOf(obj)
+			}
 			if errs := h.res.Strategy.ValidateUpdate(ctx, obj, current); len(errs) > 0 {
 				return nil, invalid(h.res, info.Name, errs)
+			}
+			if err := hook.admit(obj, current); err != nil {
+				return nil, err
 			}
 		}
 		if dryRun(r) {
@@ -300,6 +352,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 		}
 		return obj, nil
 	}, allowCreate)
+	hook.finish(out, err)
 	if err == errDryRun {
 		return dry, created, nil
 	}
@@ -314,7 +367,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 // finalizer is gone and no grace period is running, as Kubernetes does.
 func (h *restHandler) deleteIfFinalized(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
 	m, err := metaOf(obj)
-	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || !specFinalized(obj) {
 		return obj, err
 	}
 	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
@@ -332,6 +385,9 @@ func (h *restHandler) deleteIfFinalized(ctx context.Context, obj runtime.Object)
 var errDryRun = fmt.Errorf("apiserver: dry run")
 
 func (h *restHandler) update(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	if err := checkFieldManager(r, "UpdateOptions"); err != nil {
+		return err
+	}
 	body, err := h.readBody(r)
 	if err != nil {
 		return err
@@ -357,6 +413,12 @@ func (h *restHandler) update(w http.ResponseWriter, r *http.Request, info reques
 func (h *restHandler) patch(w http.ResponseWriter, r *http.Request, info requestInfo) error {
 	body, err := h.readBody(r)
 	if err != nil {
+		return err
+	}
+	if isApply(r) {
+		return h.apply(w, r, info, body)
+	}
+	if _, err := patchOptions(r, false); err != nil {
 		return err
 	}
 	pt := types.PatchType(mediaTypeOnly(r.Header.Get("Content-Type")))

@@ -48,6 +48,14 @@ type Config struct {
 	// AdvertiseAddress (host:port) is where clients reach this server; it
 	// is listed in the kubernetes service's endpoints. Listen when empty.
 	AdvertiseAddress string
+	// EndpointLeaseTTL is how long the kubernetes service keeps listing
+	// an API server that stopped renewing its lease
+	// (DefaultEndpointLeaseTTL when zero).
+	EndpointLeaseTTL time.Duration
+	// KubeletClientTLS authenticates this server to the kubelets (node
+	// agents) with a client certificate, for pods/log; without it pod
+	// logs answer 503.
+	KubeletClientTLS *tls.Config
 }
 
 // Server serves the Kubernetes REST API.
@@ -95,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 		st := storage.NewStore(cfg.Storage, "/registry/"+r.GVR.Resource, r.New, r.NewList,
 			storage.StoreOptions{Logger: s.log.With("resource", r.GVR.GroupResource().String()), Resource: r.GVR.GroupResource(),
 				FenceOf: fenceOf(r.GVR)})
-		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st}
+		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st, createFields: newCreateFieldsCache()}
 	}
 	services, err := s.newServiceAllocator()
 	if err != nil {
@@ -192,29 +200,6 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 // serveResource handles the REST verbs on one resource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) {
 	s.handlers[res.GVR].serve(w, r, info)
-}
-
-// namespaceExists refuses to create objects in a namespace that does not
-// exist or is being deleted, as Kubernetes' admission does.
-func (s *Server) namespaceExists(ctx context.Context, name string) error {
-	h, ok := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]
-	if !ok {
-		return nil
-	}
-	obj, err := h.store.Get(ctx, h.key("", name), storage.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		// The cache may not have seen a namespace created a moment ago
-		// through another API server: ask the store before refusing.
-		obj, err = h.store.Get(ctx, h.key("", name), storage.GetOptions{})
-	}
-	if err != nil {
-		return err
-	}
-	if m, err := metaOf(obj); err == nil && m.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
-	}
-	return nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {

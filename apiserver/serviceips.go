@@ -255,21 +255,11 @@ func invalidService(svc *corev1.Service, err *field.Error) error {
 // release gives back what a deleted service held. Members another
 // service has since taken over are left alone.
 func (a *serviceAllocator) release(ctx context.Context, svc *corev1.Service) {
-	var ips, ports []string
-	for _, ip := range svc.Spec.ClusterIPs {
-		if ip != corev1.ClusterIPNone && ip != "" {
-			ips = append(ips, canonicalIP(ip))
-		}
+	var ports []string
+	for _, p := range heldNodePorts(svc) {
+		ports = append(ports, strconv.Itoa(int(p)))
 	}
-	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 {
-			ports = append(ports, strconv.Itoa(int(p.NodePort)))
-		}
-	}
-	if svc.Spec.HealthCheckNodePort != 0 {
-		ports = append(ports, strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))
-	}
-	a.releaseMembers(ctx, svc, ips, ports)
+	a.releaseMembers(ctx, svc, heldIPs(svc), ports)
 }
 
 // releaseMembers frees members; a failure only leaks them until the

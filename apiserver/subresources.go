@@ -6,7 +6,7 @@ import "net/http"
 type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
 
 // subresourceHandlerFor returns the handler of a subresource (scale,
-// binding, eviction, log); each lives in a file of its own.
+// binding, eviction, log, finalize); each lives in a file of its own.
 func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 	switch name {
 	case "scale":
@@ -15,6 +15,10 @@ func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 		return serveBinding, true
 	case "eviction":
 		return serveEviction, true
+	case "log":
+		return servePodLog, true
+	case "finalize":
+		return serveFinalize, true
 	}
 	return nil, false
 }

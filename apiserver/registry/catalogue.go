@@ -35,7 +35,7 @@ func All() []*Resource {
 	return []*Resource{
 		// core/v1
 		{GVR: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace", ListKind: "NamespaceList",
-			ShortNames: []string{"ns"}, Subresources: status,
+			ShortNames: []string{"ns"}, Subresources: []string{"status", "finalize"},
 			New: newOf[corev1.Namespace], NewList: newOf[corev1.NamespaceList],
 			Strategy: core.NamespaceStrategy(), SelectableFields: fieldsOf(core.NamespaceFields)},
 		{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", ListKind: "PodList", Namespaced: true,

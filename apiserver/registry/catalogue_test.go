@@ -57,7 +57,7 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 		all             bool
 		subresources    []string
 	}{
-		{"", "namespaces", false, []string{"ns"}, false, []string{"status"}},
+		{"", "namespaces", false, []string{"ns"}, false, []string{"status", "finalize"}},
 		{"", "pods", true, []string{"po"}, true, []string{"status", "binding", "log", "eviction"}},
 		{"", "nodes", false, []string{"no"}, false, []string{"status"}},
 		{"", "services", true, []string{"svc"}, true, []string{"status"}},

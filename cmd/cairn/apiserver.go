@@ -35,6 +35,10 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where `cairn kubectl` looks)")
 }
 
+// kubeletClientUser is the identity an API server presents to kubelets
+// when it proxies pods/log and the other node subresources.
+const kubeletClientUser = "system:cairn-apiserver-kubelet-client"
+
 // apiOptions is what starting an API server takes besides its flags.
 type apiOptions struct {
 	name    string // server name, for its certificate
@@ -79,10 +83,15 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		chain = append(chain, tokens)
 	}
 	ttl, _ := f.GetDuration("event-ttl")
+	kubeletCert, err := o.ca.IssueTLS(pki.CertRequest{CommonName: kubeletClientUser, Organization: []string{pki.AdminOrganization}, Client: true})
+	if err != nil {
+		return "", err
+	}
+	kubeletTLS := &tls.Config{Certificates: []tls.Certificate{kubeletCert}, RootCAs: o.ca.Pool(), MinVersion: tls.VersionTLS12}
 	api, err := apiserver.New(apiserver.Config{
 		Listen: listen, TLS: serving, Authenticator: chain, Resources: registry.All(),
 		Ready: o.ready, Logger: o.log, GitVersion: version, EventTTL: ttl, Storage: o.backend,
-		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise,
+		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise, KubeletClientTLS: kubeletTLS,
 	})
 	if err != nil {
 		return "", err

@@ -56,6 +56,22 @@ func NamespaceStrategy() strategy.Funcs[*corev1.Namespace] {
 	}
 }
 
+// NamespaceFinalizeStrategy returns the rules of the namespaces/finalize
+// subresource, through which the namespace controller removes its
+// finalizer from spec.finalizers once the namespace is empty. As in
+// Kubernetes, the body replaces spec (and the metadata a client may
+// write); the status stays.
+func NamespaceFinalizeStrategy() strategy.Funcs[*corev1.Namespace] {
+	main := NamespaceStrategy()
+	return strategy.Funcs[*corev1.Namespace]{
+		DefaultFunc: main.DefaultFunc,
+		PrepareForUpdateFunc: func(_ context.Context, ns, old *corev1.Namespace) {
+			ns.Status = old.Status
+		},
+		ValidateUpdateFunc: main.ValidateUpdateFunc,
+	}
+}
+
 func validateNamespace(ns *corev1.Namespace, old *metav1.ObjectMeta) field.ErrorList {
 	errs := ValidateObjectMeta(&ns.ObjectMeta, old, false, apimachineryvalidation.ValidateNamespaceName)
 	p := field.NewPath("spec", "finalizers")

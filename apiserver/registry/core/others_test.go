@@ -53,6 +53,37 @@ func TestNamespaceIsActiveWithKubernetesFinalizer(t *testing.T) {
 	})
 }
 
+func TestNamespaceFinalizeChangesSpecFinalizersOnly(t *testing.T) {
+	s := NamespaceFinalizeStrategy()
+	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", ResourceVersion: "1"},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	now := metav1.Now()
+	old.DeletionTimestamp = &now
+	tests := []struct {
+		name       string
+		finalizers []corev1.FinalizerName
+		want       []wantErr
+	}{
+		{"cleared", nil, nil},
+		{"kept", []corev1.FinalizerName{corev1.FinalizerKubernetes}, nil},
+		{"bad name", []corev1.FinalizerName{"not a name"}, []wantErr{{"spec.finalizers", field.ErrorTypeInvalid}, {"spec.finalizers", field.ErrorTypeInvalid}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := old.DeepCopy()
+			n.Spec.Finalizers = tt.finalizers
+			n.Status.Phase = corev1.NamespaceActive
+			s.Default(n)
+			s.PrepareForUpdate(ctx, n, old)
+			checkErrs(t, s.ValidateUpdate(ctx, n, old), tt.want...)
+			if len(n.Spec.Finalizers) != len(tt.finalizers) || n.Status.Phase != corev1.NamespaceTerminating {
+				t.Errorf("finalize = %+v", n)
+			}
+		})
+	}
+}
+
 func TestNodeKeepsPodCIDRAndStatus(t *testing.T) {
 	s := NodeStrategy()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24"}},

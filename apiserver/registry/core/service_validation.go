@@ -66,6 +66,9 @@ func validateServicePorts(svc *corev1.Service, fldPath *field.Path) field.ErrorL
 		protocol corev1.Protocol
 	}
 	seen := map[portKey]bool{}
+	// One node port serves one protocol of one port; the same node port
+	// for TCP and UDP is fine.
+	nodePorts := map[portKey]bool{}
 	for i, p := range svc.Spec.Ports {
 		idx := fldPath.Index(i)
 		switch {
@@ -86,6 +89,11 @@ func validateServicePorts(svc *corev1.Service, fldPath *field.Path) field.ErrorL
 				errs = append(errs, field.Forbidden(idx.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
 			} else {
 				errs = append(errs, validatePortNum(p.NodePort, idx.Child("nodePort"))...)
+			}
+			if np := (portKey{p.NodePort, p.Protocol}); nodePorts[np] {
+				errs = append(errs, field.Duplicate(idx.Child("nodePort"), p.NodePort))
+			} else {
+				nodePorts[np] = true
 			}
 		}
 		key := portKey{p.Port, p.Protocol}
@@ -182,6 +190,10 @@ func validateTrafficPolicies(svc *corev1.Service, specPath *field.Path) field.Er
 	case s.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster && s.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal:
 		errs = append(errs, field.NotSupported(etpPath, s.ExternalTrafficPolicy,
 			[]corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}))
+	}
+	if s.HealthCheckNodePort != 0 && !needsHealthCheckNodePort(svc) {
+		errs = append(errs, field.Invalid(specPath.Child("healthCheckNodePort"), s.HealthCheckNodePort,
+			"may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
 	}
 	if p := s.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster && *p != corev1.ServiceInternalTrafficPolicyLocal {
 		errs = append(errs, field.NotSupported(specPath.Child("internalTrafficPolicy"), *p,

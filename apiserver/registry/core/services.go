@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -29,6 +30,7 @@ func ServiceStrategy() strategy.Funcs[*corev1.Service] {
 		},
 		PrepareForUpdateFunc: func(_ context.Context, svc, old *corev1.Service) {
 			svc.Status = old.Status
+			dropTypeDependentFields(svc, old)
 			keepAllocated(svc, old)
 		},
 		PrepareStatusForUpdateFunc: func(_ context.Context, svc, old *corev1.Service) {
@@ -123,35 +125,122 @@ func defaultIPFamilies(svc *corev1.Service) {
 // keepAllocated carries over what the server allocated (cluster IPs, node
 // ports, health check node port) when an update leaves it out, so that
 // replacing a service with its original manifest does not try to change
-// immutable fields.
+// immutable fields. As in Kubernetes, it only applies while the service
+// keeps needing the value, and node ports follow their port's name (the
+// port number may change) unless another port of the update claims them.
 func keepAllocated(svc, old *corev1.Service) {
 	s, o := &svc.Spec, &old.Spec
-	if s.Type != corev1.ServiceTypeExternalName && o.Type != corev1.ServiceTypeExternalName {
+	if needsClusterIP(svc) && needsClusterIP(old) {
 		if s.ClusterIP == "" && len(s.ClusterIPs) == 0 {
 			s.ClusterIP = o.ClusterIP
 			s.ClusterIPs = append([]string(nil), o.ClusterIPs...)
+			// The families were defaulted before the IP came back; they
+			// are the stored IP's.
+			if len(o.IPFamilies) > 0 {
+				s.IPFamilies = append([]corev1.IPFamily(nil), o.IPFamilies...)
+			}
 		}
 		if s.ClusterIP != o.ClusterIP && apiequality.Semantic.DeepEqual(s.ClusterIPs, o.ClusterIPs) && len(s.ClusterIPs) > 0 {
 			s.ClusterIPs = append([]string(nil), s.ClusterIPs...)
 			s.ClusterIPs[0] = s.ClusterIP
 		}
 	}
-	if s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer {
+	if needsNodePorts(svc) && needsNodePorts(old) {
+		used := map[int32]bool{}
+		for _, p := range s.Ports {
+			used[p.NodePort] = true
+		}
+		byName := map[string]int32{}
+		for _, p := range o.Ports {
+			byName[p.Name] = p.NodePort
+		}
 		for i := range s.Ports {
 			p := &s.Ports[i]
-			if p.NodePort != 0 {
-				continue
-			}
-			for _, op := range o.Ports {
-				if op.Port == p.Port && op.Protocol == p.Protocol {
-					p.NodePort = op.NodePort
-				}
+			if np := byName[p.Name]; p.NodePort == 0 && !used[np] {
+				p.NodePort = np
 			}
 		}
 	}
-	if s.HealthCheckNodePort == 0 && s.Type == corev1.ServiceTypeLoadBalancer && s.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+	if needsHealthCheckNodePort(svc) && needsHealthCheckNodePort(old) && s.HealthCheckNodePort == 0 {
 		s.HealthCheckNodePort = o.HealthCheckNodePort
 	}
+}
+
+// dropTypeDependentFields clears, when an update changes the service's
+// type, what the old type needed and the new one forbids, as Kubernetes
+// does: only values the update left as they were (so allocated, or set
+// for the old type), never ones the client changed, which validation then
+// judges. The allocator releases what was dropped once the update is
+// stored.
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	s, o := &svc.Spec, &old.Spec
+	if needsClusterIP(old) && !needsClusterIP(svc) {
+		if apiequality.Semantic.DeepEqual(s.ClusterIPs, o.ClusterIPs) && s.ClusterIP == o.ClusterIP {
+			s.ClusterIP, s.ClusterIPs = "", nil
+		}
+		if apiequality.Semantic.DeepEqual(s.IPFamilies, o.IPFamilies) {
+			s.IPFamilies = nil
+		}
+		if apiequality.Semantic.DeepEqual(s.IPFamilyPolicy, o.IPFamilyPolicy) {
+			s.IPFamilyPolicy = nil
+		}
+	}
+	if needsNodePorts(old) && !needsNodePorts(svc) && sameNodePorts(svc, old) {
+		for i := range s.Ports {
+			s.Ports[i].NodePort = 0
+		}
+	}
+	if needsHealthCheckNodePort(old) && !needsHealthCheckNodePort(svc) && s.HealthCheckNodePort == o.HealthCheckNodePort {
+		s.HealthCheckNodePort = 0
+	}
+	if o.Type == corev1.ServiceTypeLoadBalancer && s.Type != corev1.ServiceTypeLoadBalancer {
+		if s.AllocateLoadBalancerNodePorts != nil && o.AllocateLoadBalancerNodePorts != nil && *s.AllocateLoadBalancerNodePorts == *o.AllocateLoadBalancerNodePorts {
+			s.AllocateLoadBalancerNodePorts = nil
+		}
+		if apiequality.Semantic.DeepEqual(s.LoadBalancerClass, o.LoadBalancerClass) {
+			s.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(old) && !externallyAccessible(svc) && s.ExternalTrafficPolicy == o.ExternalTrafficPolicy {
+		s.ExternalTrafficPolicy = ""
+	}
+	if s.Type == corev1.ServiceTypeExternalName && apiequality.Semantic.DeepEqual(s.InternalTrafficPolicy, o.InternalTrafficPolicy) {
+		s.InternalTrafficPolicy = nil
+	}
+	// A load balancer's address goes with its type; its teardown is the
+	// provider's business, not the user's.
+	if s.Type != corev1.ServiceTypeLoadBalancer {
+		svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
+	}
+}
+
+// needsClusterIP reports a service type that has a cluster IP (or None).
+func needsClusterIP(svc *corev1.Service) bool { return svc.Spec.Type != corev1.ServiceTypeExternalName }
+
+// needsNodePorts reports a service type that opens node ports.
+func needsNodePorts(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// needsHealthCheckNodePort reports a load balancer that only sends
+// traffic to nodes with local endpoints, which it checks on that port.
+func needsHealthCheckNodePort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// sameNodePorts reports whether svc asks for the same set of node ports
+// as old holds.
+func sameNodePorts(svc, old *corev1.Service) bool {
+	set := func(s *corev1.Service) sets.Set[int32] {
+		out := sets.New[int32]()
+		for _, p := range s.Spec.Ports {
+			if p.NodePort != 0 {
+				out.Insert(p.NodePort)
+			}
+		}
+		return out
+	}
+	return set(svc).Equal(set(old))
 }
 
 // targetPortUnset reports whether a service port's targetPort was left out.

@@ -105,6 +105,18 @@ func TestServiceValidation(t *testing.T) {
 		}), []wantErr{{"spec.ports[1]", field.ErrorTypeDuplicate}}},
 		{"bad protocol", testService("web", func(s *corev1.Service) { s.Spec.Ports[0].Protocol = "HTTP" }), []wantErr{{"spec.ports[0].protocol", field.ErrorTypeNotSupported}}},
 		{"node port on cluster IP", testService("web", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 30000 }), []wantErr{{"spec.ports[0].nodePort", field.ErrorTypeForbidden}}},
+		{"duplicate node port", testService("web", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 80, NodePort: 30000}, {Name: "b", Port: 81, NodePort: 30000}}
+		}), []wantErr{{"spec.ports[1].nodePort", field.ErrorTypeDuplicate}}},
+		{"one node port for TCP and UDP", testService("web", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 53, NodePort: 30053}, {Name: "b", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053}}
+		}), nil},
+		{"health check node port without a local load balancer", testService("web", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.HealthCheckNodePort = 30100
+		}), []wantErr{{"spec.healthCheckNodePort", field.ErrorTypeInvalid}}},
 		{"bad type", testService("web", func(s *corev1.Service) { s.Spec.Type = "Internal" }), []wantErr{{"spec.type", field.ErrorTypeNotSupported}}},
 		{"bad cluster IP", testService("web", func(s *corev1.Service) { s.Spec.ClusterIP = "10.0.0.300" }), []wantErr{{"spec.clusterIPs[0]", field.ErrorTypeInvalid}}},
 		{"external name needs a name", testService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName }), []wantErr{{"spec.externalName", field.ErrorTypeRequired}}},
@@ -119,14 +131,14 @@ func TestServiceValidation(t *testing.T) {
 
 func TestServiceClusterIPStaysOnceAllocated(t *testing.T) {
 	st := ServiceStrategy()
-	old := testService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+	old := testService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
 	createService(old)
 	old.Spec.ClusterIP, old.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
 	old.Spec.Ports[0].NodePort = 30080
 	old.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}
 
 	t.Run("replace without allocated values keeps them", func(t *testing.T) {
-		s := testService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+		s := testService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
 		st.Default(s)
 		st.PrepareForUpdate(ctx, s, old)
 		if errs := st.ValidateUpdate(ctx, s, old); len(errs) > 0 {
@@ -152,4 +164,104 @@ func TestServiceClusterIPStaysOnceAllocated(t *testing.T) {
 			t.Errorf("status update: %+v", s)
 		}
 	})
+}
+
+// TestServiceTypeChangeDropsWhatTheOldTypeNeeded follows Kubernetes: a
+// type change clears the allocated values the new type forbids, unless
+// the client changed them, and an update that leaves allocated values out
+// keeps them while the type still needs them.
+func TestServiceTypeChangeDropsWhatTheOldTypeNeeded(t *testing.T) {
+	st := ServiceStrategy()
+	stored := func(f func(*corev1.Service)) *corev1.Service {
+		old := testService("web", f)
+		if errs := createService(old); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		old.Spec.ClusterIP, old.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
+		for i := range old.Spec.Ports {
+			if needsNodePorts(old) {
+				old.Spec.Ports[i].NodePort = 30080 + int32(i)
+			}
+		}
+		if needsHealthCheckNodePort(old) {
+			old.Spec.HealthCheckNodePort = 30200
+		}
+		return old
+	}
+	nodePort := func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }
+	localLB := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}
+	}
+	tests := []struct {
+		name   string
+		old    *corev1.Service
+		change func(s *corev1.Service)
+		want   []wantErr
+		check  func(t *testing.T, s *corev1.Service)
+	}{
+		{"NodePortToClusterIP", stored(nodePort), func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }, nil,
+			func(t *testing.T, s *corev1.Service) {
+				if s.Spec.Ports[0].NodePort != 0 || s.Spec.ExternalTrafficPolicy != "" || s.Spec.ClusterIP != "10.96.0.10" {
+					t.Errorf("spec %+v", s.Spec)
+				}
+			}},
+		{"ChangedNodePortIsNotDropped", stored(nodePort), func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeClusterIP
+			s.Spec.Ports[0].NodePort = 30999
+		}, []wantErr{{"spec.ports[0].nodePort", field.ErrorTypeForbidden}}, nil},
+		{"LocalLoadBalancerToClusterIP", stored(localLB), func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }, nil,
+			func(t *testing.T, s *corev1.Service) {
+				if s.Spec.HealthCheckNodePort != 0 || s.Spec.Ports[0].NodePort != 0 || s.Spec.AllocateLoadBalancerNodePorts != nil ||
+					len(s.Status.LoadBalancer.Ingress) != 0 {
+					t.Errorf("spec %+v status %+v", s.Spec, s.Status)
+				}
+			}},
+		{"ClusterIPToExternalName", stored(nil), func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeExternalName
+			s.Spec.ExternalName = "example.com"
+		}, nil, func(t *testing.T, s *corev1.Service) {
+			if s.Spec.ClusterIP != "" || s.Spec.ClusterIPs != nil || s.Spec.IPFamilies != nil || s.Spec.IPFamilyPolicy != nil || s.Spec.InternalTrafficPolicy != nil {
+				t.Errorf("spec %+v", s.Spec)
+			}
+		}},
+		{"ExternalNameKeepsARequestedIP", stored(nil), func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeExternalName
+			s.Spec.ExternalName = "example.com"
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
+		}, []wantErr{{"spec.clusterIPs", field.ErrorTypeForbidden}}, nil},
+		{"NodePortKeepsItsPortByName", stored(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].Name = "http"
+		}), func(s *corev1.Service) {
+			s.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 8080}, {Name: "https", Port: 443}}
+		}, nil, func(t *testing.T, s *corev1.Service) {
+			if s.Spec.Ports[0].NodePort != 30080 || s.Spec.Ports[1].NodePort != 0 {
+				t.Errorf("ports %+v", s.Spec.Ports)
+			}
+		}},
+		{"PortTakenByAnotherIsNotCopied", stored(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].Name = "http"
+		}), func(s *corev1.Service) {
+			s.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443, NodePort: 30080}}
+		}, nil, func(t *testing.T, s *corev1.Service) {
+			if s.Spec.Ports[0].NodePort != 0 || s.Spec.Ports[1].NodePort != 30080 {
+				t.Errorf("ports %+v", s.Spec.Ports)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.old.DeepCopy()
+			tt.change(s)
+			st.Default(s)
+			st.PrepareForUpdate(ctx, s, tt.old)
+			checkErrs(t, st.ValidateUpdate(ctx, s, tt.old), tt.want...)
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+		})
+	}
 }
