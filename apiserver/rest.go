@@ -326,7 +326,10 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			} else {
 				h.res.Strategy.PrepareForUpdate(ctx, obj, current)
 			}
-			if err := beforeUpdate(obj, current, info.Namespace, h.res, h.res.Strategy.SpecChanged(obj, current)); err != nil {
+			// Only the main resource moves generation: a status write that
+			// also changes a deployment's annotations does not.
+			specChanged := info.Subresource != "status" && h.res.Strategy.SpecChanged(obj, current)
+			if err := beforeUpdate(obj, current, info.Namespace, h.res, specChanged); err != nil {
 				return nil, err
 			}
 			m.SetResourceVersion(cm.GetResourceVersion())

@@ -174,10 +174,14 @@ func TestDeploymentUpdates(t *testing.T) {
 	st := old.DeepCopy()
 	st.Spec.Replicas = ptr.To[int32](7)
 	st.Labels = map[string]string{"x": "y"}
+	st.Annotations = map[string]string{"deployment.kubernetes.io/revision": "2"}
 	st.Status.Replicas = 3
 	s.PrepareStatusForUpdate(ctx, st, old)
-	if *st.Spec.Replicas != 1 || st.Labels != nil || st.Status.Replicas != 3 || s.SpecChanged(st, old) {
+	if *st.Spec.Replicas != 1 || st.Labels != nil || st.Status.Replicas != 3 {
 		t.Errorf("status update: %+v", st)
+	}
+	if st.Annotations["deployment.kubernetes.io/revision"] != "2" {
+		t.Errorf("a status update dropped the controller's annotations: %v", st.Annotations)
 	}
 	bad := st.DeepCopy()
 	bad.Status.AvailableReplicas = 5

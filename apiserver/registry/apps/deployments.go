@@ -30,9 +30,13 @@ func DeploymentStrategy() strategy.Funcs[*appsv1.Deployment] {
 		PrepareForUpdateFunc: func(_ context.Context, d, old *appsv1.Deployment) {
 			d.Status = old.Status
 		},
+		// As Kubernetes does, a status write may also change annotations
+		// (the controller records the revision there), but not labels.
 		PrepareStatusForUpdateFunc: func(_ context.Context, d, old *appsv1.Deployment) {
 			d.Spec = old.Spec
+			annotations := d.Annotations
 			metav1.ResetObjectMetaForStatus(d, old)
+			d.Annotations = annotations
 		},
 		ValidateFunc: func(_ context.Context, d *appsv1.Deployment) field.ErrorList {
 			return validateDeployment(d, nil)
