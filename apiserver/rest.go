@@ -224,6 +224,7 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 		return nil, err
 	}
 	h.res.Strategy.Default(obj)
+	h.s.addDefaultTolerations(obj)
 	// A client may create an object with its managedFields (a restore
 	// does): they are kept, and the creator's fields added to them.
 	m.SetManagedFields(requested)
@@ -301,6 +302,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				return nil, err
 			}
 			h.res.Strategy.Default(obj)
+			h.s.addDefaultTolerations(obj)
 			m.SetManagedFields(requested)
 			if track {
 				obj = h.trackCreate(r, info.Subresource, obj)

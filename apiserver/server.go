@@ -38,6 +38,10 @@ type Config struct {
 	GitVersion string
 	// EventTTL is how long events are kept (Kubernetes' --event-ttl).
 	EventTTL time.Duration
+	// NotReadyTolerationSeconds and UnreachableTolerationSeconds are the
+	// NoExecute tolerations new pods get for the not-ready and unreachable
+	// node taints (DefaultTolerationSeconds when zero).
+	NotReadyTolerationSeconds, UnreachableTolerationSeconds time.Duration
 	// Storage reaches the store; one object store per resource is built
 	// on it.
 	Storage storage.Backend
@@ -82,6 +86,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.NotReadyTolerationSeconds == 0 {
+		cfg.NotReadyTolerationSeconds = DefaultTolerationSeconds
+	}
+	if cfg.UnreachableTolerationSeconds == 0 {
+		cfg.UnreachableTolerationSeconds = DefaultTolerationSeconds
 	}
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = time.Hour

@@ -31,6 +31,8 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.String("advertise-api", "", "API address clients and kubeconfigs use (default --api-listen)")
 	f.String("token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.Duration("event-ttl", time.Hour, "how long events are kept")
+	f.Int("default-not-ready-toleration-seconds", 300, "NoExecute toleration of the not-ready node taint added to pods that have none")
+	f.Int("default-unreachable-toleration-seconds", 300, "NoExecute toleration of the unreachable node taint added to pods that have none")
 	f.String("service-cidr", apiserver.DefaultServiceCIDR, "range of service cluster IPs; its first IP is the kubernetes service's")
 	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where `cairn kubectl` looks)")
 }
@@ -83,6 +85,11 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		chain = append(chain, tokens)
 	}
 	ttl, _ := f.GetDuration("event-ttl")
+	notReady, _ := f.GetInt("default-not-ready-toleration-seconds")
+	unreachable, _ := f.GetInt("default-unreachable-toleration-seconds")
+	if notReady <= 0 || unreachable <= 0 {
+		return "", fmt.Errorf("--default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds must be positive")
+	}
 	kubeletCert, err := o.ca.IssueTLS(pki.CertRequest{CommonName: kubeletClientUser, Organization: []string{pki.AdminOrganization}, Client: true})
 	if err != nil {
 		return "", err
@@ -92,6 +99,8 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		Listen: listen, TLS: serving, Authenticator: chain, Resources: registry.All(),
 		Ready: o.ready, Logger: o.log, GitVersion: version, EventTTL: ttl, Storage: o.backend,
 		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise, KubeletClientTLS: kubeletTLS,
+		NotReadyTolerationSeconds:    time.Duration(notReady) * time.Second,
+		UnreachableTolerationSeconds: time.Duration(unreachable) * time.Second,
 	})
 	if err != nil {
 		return "", err
