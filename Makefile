@@ -25,10 +25,12 @@ test: build
 	CAIRN_BIN=$(CURDIR)/$(BIN) $(GO) test $(TEST_FLAGS) $(TEST_PKGS)
 	$(MAKE) test-race
 
-# The store's packages again under the race detector. checkptr is off
+# The store's packages, and the API server's shared watch objects, again
+# under the race detector. checkptr is off
 # because raft-boltdb's bolt predates it; the race checks still run.
 test-race:
 	$(GO) test -race -gcflags=all=-d=checkptr=0 -timeout 10m ./raftstore/...
+	$(GO) test -race -gcflags=all=-d=checkptr=0 -timeout 5m -run 'WatchersEncodeShared|Fence' ./apiserver/ ./apiserver/storage/
 
 run: build
 	./hack/run-local.sh

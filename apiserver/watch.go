@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -48,10 +49,11 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 	if !ok || info2.StreamSerializer == nil {
 		return apierrors.NewBadRequest("unsupported watch media type " + media.mediaType)
 	}
-	embedded, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
+	versioned, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
 	if err != nil {
 		return err
 	}
+	embedded := sharedObjectEncoder{raw: info2.Serializer, versioned: versioned}
 	ctx := r.Context()
 	opts := storage.WatchOptions{
 		ResourceVersion: q.Get("resourceVersion"),
@@ -109,3 +111,22 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 		}
 	}
 }
+
+// sharedObjectEncoder encodes watch event objects, which the watch cache
+// shares between every watcher, without writing to them. A versioning
+// encoder sets and restores an object's apiVersion and kind around each
+// encode, which races with other watchers encoding the same object; the
+// cache's objects already carry theirs, so the plain serializer does. A
+// Table made for this watcher has none and takes the versioning encoder.
+type sharedObjectEncoder struct {
+	raw, versioned runtime.Encoder
+}
+
+func (e sharedObjectEncoder) Encode(obj runtime.Object, w io.Writer) error {
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		return e.versioned.Encode(obj, w)
+	}
+	return e.raw.Encode(obj, w)
+}
+
+func (e sharedObjectEncoder) Identifier() runtime.Identifier { return e.versioned.Identifier() }
