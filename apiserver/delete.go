@@ -85,60 +85,97 @@ func (h *restHandler) deleteOne(r *http.Request, namespace, name string, opts *m
 		return nil, err
 	}
 	key := h.key(namespace, name)
-	var gone bool
-	marked, err := h.store.GuaranteedUpdate(ctx, key, opts.Preconditions, func(current runtime.Object) (runtime.Object, error) {
-		if current == nil {
-			return nil, apierrors.NewNotFound(h.res.GVR.GroupResource(), name)
+	policy := h.propagationPolicy(opts)
+	for attempt := 0; ; attempt++ {
+		var gone bool
+		marked, err := h.store.GuaranteedUpdate(ctx, key, opts.Preconditions, func(current runtime.Object) (runtime.Object, error) {
+			// The update may judge a cached copy first and then the stored
+			// object: each judgement starts afresh.
+			gone = false
+			if current == nil {
+				return nil, apierrors.NewNotFound(h.res.GVR.GroupResource(), name)
+			}
+			obj := current.DeepCopyObject()
+			m, _ := metaOf(obj)
+			grace := h.gracePeriod(obj, opts)
+			switch policy {
+			case metav1.DeletePropagationForeground:
+				addFinalizer(m, metav1.FinalizerDeleteDependents)
+			case metav1.DeletePropagationOrphan:
+				addFinalizer(m, metav1.FinalizerOrphanDependents)
+			}
+			if len(m.GetFinalizers()) == 0 && specFinalized(obj) && grace == 0 {
+				gone = true
+				return nil, errDeleteNow
+			}
+			if m.GetDeletionTimestamp() == nil {
+				now := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+				m.SetDeletionTimestamp(&now)
+				m.SetDeletionGracePeriodSeconds(&grace)
+			} else if g := m.GetDeletionGracePeriodSeconds(); g == nil || grace < *g {
+				// A shorter grace period may be asked for later (kubectl delete --now).
+				m.SetDeletionGracePeriodSeconds(&grace)
+			}
+			markTerminating(obj)
+			if dryRun(r) {
+				return nil, errDryRun
+			}
+			return obj, nil
+		}, false)
+		if err == errDryRun {
+			return h.store.Get(ctx, key, storage.GetOptions{})
 		}
-		obj := current.DeepCopyObject()
-		m, _ := metaOf(obj)
-		grace := h.gracePeriod(obj, opts)
-		switch opts.PropagationPolicy {
-		case nil:
-		case ptrPolicy(metav1.DeletePropagationForeground):
-			addFinalizer(m, metav1.FinalizerDeleteDependents)
-		case ptrPolicy(metav1.DeletePropagationOrphan):
-			addFinalizer(m, metav1.FinalizerOrphanDependents)
+		if err != nil && !gone {
+			return nil, err
 		}
-		if len(m.GetFinalizers()) == 0 && specFinalized(obj) && grace == 0 {
-			gone = true
-			return nil, errDeleteNow
+		if !gone {
+			return marked, nil
 		}
-		if m.GetDeletionTimestamp() == nil {
-			now := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-			m.SetDeletionTimestamp(&now)
-			m.SetDeletionGracePeriodSeconds(&grace)
-		} else if g := m.GetDeletionGracePeriodSeconds(); g == nil || grace < *g {
-			// A shorter grace period may be asked for later (kubectl delete --now).
-			m.SetDeletionGracePeriodSeconds(&grace)
-		}
-		markTerminating(obj)
 		if dryRun(r) {
-			return nil, errDryRun
+			return h.store.Get(ctx, key, storage.GetOptions{})
 		}
-		return obj, nil
-	}, false)
-	if err == errDryRun {
-		return h.store.Get(ctx, key, storage.GetOptions{})
+		// The store deletes only the object judged here; if it has changed
+		// since (a finalizer added meanwhile), judge again.
+		deleted, err := h.store.Delete(ctx, key, opts.Preconditions, func(current runtime.Object) error {
+			m, err := metaOf(current)
+			if err != nil {
+				return err
+			}
+			if len(m.GetFinalizers()) > 0 || !specFinalized(current) || h.gracePeriod(current, opts) != 0 {
+				return errJudgeAgain
+			}
+			return nil
+		})
+		if err == errJudgeAgain && attempt < 5 {
+			continue
+		}
+		if err == errJudgeAgain {
+			return nil, apierrors.NewConflict(h.res.GVR.GroupResource(), name, errors.New("the object kept changing while being deleted; try again"))
+		}
+		h.afterDelete(ctx, deleted, err)
+		return deleted, err
 	}
-	if err != nil && !gone {
-		return nil, err
-	}
-	if !gone {
-		return marked, nil
-	}
-	if dryRun(r) {
-		return h.store.Get(ctx, key, storage.GetOptions{})
-	}
-	deleted, err := h.store.Delete(ctx, key, opts.Preconditions, nil)
-	h.afterDelete(ctx, deleted, err)
-	return deleted, err
 }
+
+// propagationPolicy is the request's, or the resource's default:
+// Background, except batch/v1 Jobs, whose pods Kubernetes orphans unless
+// asked otherwise (kubectl always asks for Background).
+func (h *restHandler) propagationPolicy(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	if opts.PropagationPolicy != nil {
+		return *opts.PropagationPolicy
+	}
+	if h.res.GVR.Group == "batch" && h.res.GVR.Resource == "jobs" {
+		return metav1.DeletePropagationOrphan
+	}
+	return metav1.DeletePropagationBackground
+}
+
+// errJudgeAgain: the object changed between judging it deletable and
+// deleting it.
+var errJudgeAgain = errors.New("apiserver: judge the deletion again")
 
 // errDeleteNow stops the marking update: the object goes at once.
 var errDeleteNow = errors.New("apiserver: delete now")
-
-func ptrPolicy(p metav1.DeletionPropagation) *metav1.DeletionPropagation { return &p }
 
 func addFinalizer(m metav1.Object, f string) {
 	for _, x := range m.GetFinalizers() {
