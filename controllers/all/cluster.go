@@ -1,9 +1,34 @@
 package all
 
-import "cairn/controllers"
+import (
+	"cairn/controllers"
+	"cairn/controllers/cronjob"
+	"cairn/controllers/endpoints"
+	"cairn/controllers/endpointslice"
+	"cairn/controllers/garbagecollector"
+	"cairn/controllers/job"
+	"cairn/controllers/namespace"
+	"cairn/controllers/nodeipam"
+	"cairn/controllers/nodelifecycle"
+	"cairn/controllers/podgc"
+	"cairn/controllers/serviceaccount"
+	"cairn/controllers/ttlafterfinished"
+)
 
 // cluster are the controllers of nodes, services, namespaces and object
-// lifecycles.
+// lifecycles, with Kubernetes' defaults.
 func cluster() []controllers.Descriptor {
-	return nil
+	return []controllers.Descriptor{
+		garbagecollector.Descriptor(garbagecollector.Config{}),
+		namespace.Descriptor(namespace.Config{}),
+		serviceaccount.Descriptor(),
+		nodelifecycle.Descriptor(nodelifecycle.Config{}),
+		nodeipam.Descriptor(),
+		podgc.Descriptor(podgc.Config{}),
+		endpoints.Descriptor(),
+		endpointslice.Descriptor(endpointslice.Config{}),
+		job.Descriptor(job.Config{}),
+		ttlafterfinished.Descriptor(),
+		cronjob.Descriptor(),
+	}
 }

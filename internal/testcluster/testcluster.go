@@ -202,11 +202,7 @@ func (c *Cluster) RestConfig(i int, user string, groups ...string) *rest.Config 
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	path := filepath.Join(c.dir, fmt.Sprintf("%s-%d.kubeconfig", user, i))
-	if err := kubeconfig.WriteFile(path, b); err != nil {
-		c.t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	rc, err := clientcmd.RESTConfigFromKubeConfig(b)
 	if err != nil {
 		c.t.Fatal(err)
 	}
