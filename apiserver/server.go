@@ -60,6 +60,9 @@ type Config struct {
 	// agents) with a client certificate, for pods/log; without it pod
 	// logs answer 503.
 	KubeletClientTLS *tls.Config
+	// Bootstrap turns on joining with tokens (bootstrap_endpoint.go);
+	// nil: off.
+	Bootstrap *BootstrapConfig
 }
 
 // Server serves the Kubernetes REST API.
@@ -102,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 		discovery: newDiscovery(cfg.Resources),
 		resources: map[schema.GroupVersionResource]*registry.Resource{},
 	}
+	if cfg.Bootstrap != nil {
+		s.cfg.Authenticator = s.withBootstrapTokens(cfg.Authenticator)
+	}
 	openAPI, err := newOpenAPI(cfg)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,9 @@ func (s *Server) Start(ctx context.Context) {
 	}
 	go storage.RunCompactor(ctx, s.cfg.Storage.KV, storage.DefaultCompactionInterval, s.log)
 	go s.ensureSystemObjects(ctx)
+	if s.cfg.Bootstrap != nil {
+		go s.cleanExpiredTokens(ctx)
+	}
 }
 
 // Serve serves on ln until Shutdown.
@@ -161,6 +170,9 @@ func (s *Server) Handler() http.Handler {
 			s.serveReady(w, r)
 			return
 		}
+		if s.serveCACerts(w, r) {
+			return
+		}
 		user, ok, err := s.cfg.Authenticator.Authenticate(r)
 		if err != nil || !ok {
 			msg := "Unauthorized"
@@ -171,6 +183,9 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		r = r.WithContext(withUser(r.Context(), user))
+		if s.serveBootstrap(w, r, user) {
+			return
+		}
 		if r, err = withFence(r); err != nil {
 			writeError(w, err)
 			return

@@ -30,6 +30,10 @@ type Config struct {
 	InitialClusterToken string
 	Join                string
 	Learner             bool
+	// ForceNewCluster restarts a surviving member alone when the others
+	// are lost for good: it keeps its data and drops every other member
+	// (recover.go).
+	ForceNewCluster bool
 
 	// TLS is nil in insecure mode.
 	TLS *TLSConfig

@@ -22,6 +22,9 @@ type memberMeta struct {
 	// Origin says how the member came to be: bootstrap, join or restore.
 	Origin        string `json:"origin"`
 	CAFingerprint string `json:"ca_fingerprint,omitempty"`
+	// ForcedNewCluster is set once the member was restarted alone with
+	// --force-new-cluster (recover.go).
+	ForcedNewCluster *forcedNewCluster `json:"forced_new_cluster,omitempty"`
 }
 
 const (
@@ -31,6 +34,10 @@ const (
 )
 
 const metaFile = "member.json"
+
+// joinPKIDir is DATA/pki, where a server joining with a token keeps the
+// CA it fetched.
+const joinPKIDir = "pki"
 
 // readMeta returns the data dir's identity, or ok=false for a new data dir.
 func readMeta(dataDir string) (m memberMeta, ok bool, err error) {
@@ -59,15 +66,16 @@ func writeMeta(dataDir string, m memberMeta) error {
 	return os.Rename(tmp, filepath.Join(dataDir, metaFile))
 }
 
-// dataDirInUse reports whether dataDir holds anything besides an identity:
-// such a dir must not be bootstrapped again.
+// dataDirInUse reports whether dataDir holds anything besides an identity
+// (and the PKI dir a server joining with a token fetched into DATA/pki
+// before it starts): such a dir must not be bootstrapped again.
 func dataDirInUse(dataDir string) bool {
 	entries, err := os.ReadDir(dataDir)
 	if err != nil {
 		return false
 	}
 	for _, e := range entries {
-		if e.Name() != metaFile {
+		if e.Name() != metaFile && e.Name() != joinPKIDir {
 			return true
 		}
 	}

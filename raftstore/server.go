@@ -163,6 +163,9 @@ func (s *Server) prepareDataDir() (bootstrap bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if err := s.checkForceNewCluster(exists); err != nil {
+		return false, err
+	}
 	if exists {
 		if meta.Name != cfg.Name {
 			return false, fmt.Errorf("raftstore: data dir %s belongs to member %q, not %q: pass --name %s, or give this member its own --data-dir",
@@ -293,6 +296,11 @@ func (s *Server) startRaft(bootstrap bool) error {
 			s.log.Info("bootstrapped new cluster", "members", len(servers))
 		}
 	}
+	if cfg.ForceNewCluster {
+		if err := s.forceNewCluster(rc, cached, stable, snaps); err != nil {
+			return err
+		}
+	}
 	r, err := raft.NewRaft(rc, s.fsm, cached, stable, snaps, s.trans)
 	if err != nil {
 		return fmt.Errorf("raftstore: starting raft: %w", err)
@@ -331,6 +339,17 @@ func localSourceIP(advertise string) net.IP {
 
 // MemberID returns this member's ID.
 func (s *Server) MemberID() uint64 { return s.meta.MemberID }
+
+// Members lists the cluster's members as the etcd Cluster API does: the
+// Raft configuration, with the names and client URLs members publish.
+func (s *Server) Members() ([]*pb.Member, error) { return s.members() }
+
+// HasMember reports whether dataDir already belongs to a member, which
+// then restarts from it: --join and --initial-cluster no longer matter.
+func HasMember(dataDir string) (bool, error) {
+	_, ok, err := readMeta(dataDir)
+	return ok, err
+}
 
 // ClusterID returns the cluster's ID.
 func (s *Server) ClusterID() uint64 { return s.meta.ClusterID }

@@ -49,6 +49,8 @@ type apiOptions struct {
 	ready   func(context.Context) error
 	dataDir string // where admin.kubeconfig is written; empty: not written
 	log     *slog.Logger
+	// bootstrap turns on joining with tokens; nil: off.
+	bootstrap *apiserver.BootstrapConfig
 }
 
 // startAPIServer serves the Kubernetes API until ctx ends. It returns the
@@ -101,6 +103,7 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		ServiceCIDR: serviceCIDR, AdvertiseAddress: advertise, KubeletClientTLS: kubeletTLS,
 		NotReadyTolerationSeconds:    time.Duration(notReady) * time.Second,
 		UnreachableTolerationSeconds: time.Duration(unreachable) * time.Second,
+		Bootstrap:                    o.bootstrap,
 	})
 	if err != nil {
 		return "", err

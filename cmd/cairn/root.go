@@ -37,6 +37,8 @@ func newRootCmd() *cobra.Command {
 		newAPIServerCmd(),
 		newControllerManagerCmd(),
 		newImageCmd(),
+		newAgentCmd(),
+		newTokenCmd(),
 	)
 	return root
 }

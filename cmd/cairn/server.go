@@ -42,10 +42,16 @@ Bootstrap a new cluster (run once per member, same --initial-cluster):
     --peer-listen 127.0.0.1:2380 --store-listen 127.0.0.1:2379 \
     --initial-cluster s1=127.0.0.1:2380,s2=127.0.0.1:12380,s3=127.0.0.1:22380
 
-Join a running cluster:
+Join a running cluster with a join token (DATA/token of any server, or
+` + "`cairn token create --server`" + `) through a server's API; the CA is fetched into
+--pki-dir (default DATA/pki), checked against the token:
+  cairn server --name s4 --data-dir D4 --join https://10.0.0.1:6443 --token K10...
+
+Or through a member's store URL, with the cluster's PKI dir (no --token):
   cairn server --name s4 --data-dir D4 --pki-dir PKI --join https://127.0.0.1:2379 ...
 
-Restart with the same --data-dir to rejoin with all data.`,
+Restart with the same --data-dir to rejoin with all data. When a quorum is
+lost for good, restart a survivor with --force-new-cluster.`,
 		Args: cobra.NoArgs,
 		RunE: runServer,
 	}
@@ -60,7 +66,9 @@ Restart with the same --data-dir to rejoin with all data.`,
 	f.String("advertise-store", "", "store address clients use (default --store-listen)")
 	f.String("initial-cluster", "", "bootstrap a new cluster: name=host:port of every member's peer address, comma separated")
 	f.String("initial-cluster-token", "cairn", "token that makes the cluster ID unique among clusters with the same members")
-	f.String("join", "", "join a running cluster through a member's store URL, e.g. https://10.0.0.1:2379")
+	f.String("join", "", "join a running cluster: with --token, a server's API URL (https://10.0.0.1:6443); without, a member's store URL (https://10.0.0.1:2379)")
+	f.String("token", "", "join token (K10...: a server's DATA/token, or made by \"cairn token create --server\") for --join through an API URL")
+	f.Bool("force-new-cluster", false, "restart this surviving member alone, keeping its data and dropping every other member (quorum lost for good); remove it for later restarts")
 	f.Bool("learner", false, "with --join: join as a non-voting learner (promote later with `cairn etcdctl member promote`)")
 	f.StringSlice("disable", nil, "components not to run: "+strings.Join(knownComponents, ","))
 	f.String("metrics-listen", "", "address for Prometheus /metrics and /health (plain HTTP); empty: off")
@@ -80,6 +88,7 @@ Restart with the same --data-dir to rejoin with all data.`,
 	f.Duration("watch-progress-notify-interval", 10*time.Minute, "interval of progress notifications to watches that ask for them")
 	addAPIFlags(f)
 	addControllerFlags(f)
+	cmd.AddCommand(newServerRemoveCmd())
 	return cmd
 }
 
@@ -99,6 +108,10 @@ func runServer(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--disable %q: unknown component (known: %s)", d, strings.Join(knownComponents, ", "))
 		}
 	}
+	forceNew, _ := f.GetBool("force-new-cluster")
+	if insecure && str("token") != "" {
+		return errors.New("--token fetches the cluster CA and needs TLS: drop --insecure")
+	}
 	cfg := raftstore.Config{
 		Name:                        str("name"),
 		DataDir:                     str("data-dir"),
@@ -109,6 +122,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		InitialClusterToken:         str("initial-cluster-token"),
 		Join:                        str("join"),
 		Learner:                     learner,
+		ForceNewCluster:             forceNew,
 		HeartbeatTimeout:            dur("heartbeat-timeout"),
 		ElectionTimeout:             dur("election-timeout"),
 		LeaderLeaseTimeout:          dur("leader-lease-timeout"),
@@ -138,6 +152,15 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	var ca *pki.CA
 	if !insecure {
 		dir := str("pki-dir")
+		// Joining with a token fetches the CA first (serverjoin.go).
+		if token := str("token"); token != "" {
+			if dir == "" {
+				dir = defaultJoinPKIDir(cfg.DataDir)
+			}
+			if cfg.Join, err = joinWithToken(cfg, token, dir, log); err != nil {
+				return err
+			}
+		}
 		if dir == "" {
 			return errors.New("--pki-dir is required (create one with `cairn pki init --dir DIR`), or pass --insecure for development")
 		}
@@ -172,10 +195,12 @@ func runServer(cmd *cobra.Command, _ []string) error {
 			backend, closeBackend := apiserver.LocalBackend(srv)
 			defer closeBackend()
 			apiURL, err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend,
-				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log})
+				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log,
+				bootstrap: &apiserver.BootstrapConfig{CA: ca, StoreMembers: storeMembers(srv)}})
 			if err != nil {
 				return err
 			}
+			go ensureServerToken(ctx, ca, apiURL, cfg.DataDir, log)
 			loopCfg, err := loopbackConfig(ca, apiURL, leaderUser, []string{pki.AdminOrganization})
 			if err != nil {
 				return err

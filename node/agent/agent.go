@@ -1,0 +1,220 @@
+// Package agent wires a Cairn node: API credentials (a kubeconfig, or a
+// client certificate minted from the cluster CA), the container runtime,
+// the pod network's routes, the kubelet and its HTTPS API. `cairn agent`
+// parses flags into a Config and calls Run.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"cairn/node/kubelet"
+	"cairn/node/kubelet/server"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Runtime names.
+const (
+	RuntimeEmbedded = "embedded"
+	RuntimeCRI      = "cri"
+)
+
+// DefaultCNIConfDir is containerd's default CNI conf_dir.
+const DefaultCNIConfDir = "/etc/cni/net.d"
+
+// Config is an agent's configuration, one field per flag of
+// `cairn agent`.
+type Config struct {
+	// Servers are the API servers' URLs; the first that answers is used.
+	Servers []string
+	// Kubeconfig, Token or PKIDir give the API credentials.
+	Kubeconfig string
+	Token      string
+	PKIDir     string
+	NodeName   string
+	// DataDir holds pods' volumes, logs, images and the runtime's state.
+	DataDir string
+	// Runtime is RuntimeEmbedded or RuntimeCRI (containerd at CRISocket,
+	// whose CNI conf_dir is CNIConfDir).
+	Runtime    string
+	CRISocket  string
+	CNIConfDir string
+	// NodeIP is the node's InternalIP; the first global IPv4 of the host
+	// when nil.
+	NodeIP net.IP
+	// NetNS is the path of the node's network namespace, where the pod
+	// network lives and probes connect from; the agent's own when empty
+	// (several agents on one machine each get one).
+	NetNS string
+	// GossipListen and GossipJoin configure peer health gossip.
+	GossipListen string
+	GossipJoin   []string
+	// CgroupRoot is the cgroup under which pods' cgroups are made.
+	CgroupRoot string
+	// Proxy is ProxyEBPF or ProxyNone (also when empty; `cairn agent`
+	// defaults to ProxyEBPF). The eBPF proxy attaches
+	// to the cgroup v2 directory BPFCgroup (default the cgroup2 mount
+	// root) and pins under BPFPinPath (default /sys/fs/bpf/cairn/NODE).
+	Proxy      string
+	BPFCgroup  string
+	BPFPinPath string
+	// KubeletAddress and KubeletPort are where the kubelet API listens.
+	KubeletAddress string
+	KubeletPort    int
+	// TLSCertFile, TLSKeyFile and ClientCAFile serve the kubelet API
+	// when there is no PKIDir.
+	TLSCertFile, TLSKeyFile, ClientCAFile string
+	// ClusterCIDR is the range of all pods, kept unmasqueraded.
+	ClusterCIDR string
+	// Kubelet holds the kubelet's own settings (labels, taints,
+	// capacity, intervals...); the agent fills in the rest.
+	Kubelet kubelet.Config
+
+	Logger *slog.Logger
+}
+
+func (c *Config) check() error {
+	if c.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("agent: no --node-name and no host name: %w", err)
+		}
+		c.NodeName = host
+	}
+	if c.DataDir == "" {
+		return errors.New("agent: --data-dir is required")
+	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = kubelet.DefaultKubeletPort
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch c.Runtime {
+	case "", RuntimeEmbedded:
+		c.Runtime = RuntimeEmbedded
+	case RuntimeCRI:
+		if c.CNIConfDir == "" {
+			c.CNIConfDir = DefaultCNIConfDir
+		}
+	default:
+		return fmt.Errorf("agent: unknown --runtime %q: use embedded or cri", c.Runtime)
+	}
+	return nil
+}
+
+// Run runs the node until ctx ends. Pods keep running after it returns;
+// the next run adopts them.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("node", cfg.NodeName)
+	if cfg.GossipListen != "" || len(cfg.GossipJoin) > 0 {
+		log.Warn("peer gossip is not yet part of this build: --gossip-listen and --gossip-join are ignored")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	rc, err := restConfig(&cfg)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	stopProxy, err := startProxy(ctx, &cfg, client, log)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
+	nodeIP := cfg.NodeIP
+	if nodeIP == nil {
+		if nodeIP, err = hostIP(); err != nil {
+			return err
+		}
+	}
+	serving, err := servingTLS(&cfg, rc, nodeIP)
+	if err != nil {
+		return err
+	}
+	node, err := newNodeRuntime(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer node.close()
+
+	kc := cfg.Kubelet
+	kc.NodeName, kc.Client, kc.Runtime, kc.NodeIP = cfg.NodeName, client, node.runtime, nodeIP
+	kc.RootDir = filepath.Join(cfg.DataDir, "kubelet")
+	kc.PodLogsDir = filepath.Join(cfg.DataDir, "pod-logs")
+	kc.KubeletPort = cfg.KubeletPort
+	kc.CgroupRoot = cfg.CgroupRoot
+	kc.Routes, kc.Dial = node.routes, node.dial
+	kc.Logger = log.With("component", "kubelet")
+	k, err := kubelet.New(kc)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{TLS: serving, Logs: k, Logger: log.With("component", "kubelet-api")})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)))
+	if err != nil {
+		return fmt.Errorf("agent: kubelet API: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil {
+			log.Error("kubelet API stopped", "err", err)
+		}
+	}()
+	log.Info("agent started", "kubelet-api", ln.Addr().String(), "node-ip", nodeIP.String(), "runtime", cfg.Runtime)
+	runErr := k.Run(ctx)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	wg.Wait()
+	return runErr
+}
+
+// hostIP is the first global unicast IPv4 address of the host's
+// interfaces, the node IP when none is given.
+func hostIP() (net.IP, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("agent: listing addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+			return ipn.IP, nil
+		}
+	}
+	return nil, errors.New("agent: no IPv4 address to be the node IP: pass --node-ip")
+}
+
+// ParseQuantity reads a --cpu or --memory value; empty means the host's.
+func ParseQuantity(flag, s string) (*resource.Quantity, error) {
+	if s == "" {
+		return nil, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return nil, fmt.Errorf("agent: --%s %q: %w", flag, s, err)
+	}
+	return &q, nil
+}

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"cairn/internal/bootstrap"
+	"cairn/internal/pki"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Identity of a node's client certificate, as Kubernetes' node
+// authorizer expects it.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+// tokenCredentials reports whether the node's credentials come from a join
+// token: --token, or the credentials an earlier token join left in the
+// data dir when no other credentials are given.
+func tokenCredentials(cfg *Config) bool {
+	if cfg.Token != "" {
+		return true
+	}
+	if cfg.Kubeconfig != "" || cfg.PKIDir != "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(cfg.DataDir, bootstrap.NodeKubeconfigFile))
+	return err == nil
+}
+
+// nodeBootstrap is how the node gets and renews its credentials with a
+// join token; they live in the data dir and are reused on restart.
+func nodeBootstrap(cfg *Config, fallback string) bootstrap.NodeConfig {
+	servers := cfg.Servers
+	if len(servers) == 0 && fallback != "" {
+		servers = []string{fallback}
+	}
+	return bootstrap.NodeConfig{Servers: servers, Token: cfg.Token, NodeName: cfg.NodeName, Dir: cfg.DataDir}
+}
+
+// bootstrapTimeout bounds getting the node's certificates with a token.
+const bootstrapTimeout = time.Minute
+
+// restConfig builds the API client configuration: from a kubeconfig, from
+// a join token (the node's client certificate is signed through the API
+// server), or with a client certificate minted from the cluster CA in
+// PKIDir. With several servers, requests go to one that answers.
+func restConfig(cfg *Config) (*rest.Config, error) {
+	var rc *rest.Config
+	switch {
+	case tokenCredentials(cfg):
+		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+		defer cancel()
+		path, err := bootstrap.EnsureNodeKubeconfig(ctx, nodeBootstrap(cfg, ""))
+		if err != nil {
+			return nil, fmt.Errorf("agent: joining with --token: %w", err)
+		}
+		if rc, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
+			return nil, fmt.Errorf("agent: %s: %w", path, err)
+		}
+	case cfg.Kubeconfig != "":
+		var err error
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("agent: --kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	case cfg.PKIDir != "":
+		ca, err := pki.LoadCA(cfg.PKIDir)
+		if err != nil {
+			return nil, fmt.Errorf("agent: --pki-dir: %w", err)
+		}
+		caPEM, err := os.ReadFile(filepath.Join(cfg.PKIDir, pki.CACertFile))
+		if err != nil {
+			return nil, fmt.Errorf("agent: --pki-dir: %w", err)
+		}
+		certPEM, keyPEM, err := ca.Issue(pki.CertRequest{CommonName: nodeUserPrefix + cfg.NodeName, Organization: []string{nodesGroup}, Client: true})
+		if err != nil {
+			return nil, fmt.Errorf("agent: minting the node's client certificate: %w", err)
+		}
+		if len(cfg.Servers) == 0 {
+			return nil, errors.New("agent: --server is required with --pki-dir")
+		}
+		rc = &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: certPEM, KeyData: keyPEM}}
+	default:
+		return nil, errors.New("agent: no credentials: pass --token (a join token), --kubeconfig or --pki-dir (the cluster CA)")
+	}
+	if len(cfg.Servers) > 0 {
+		var hosts []string
+		for _, s := range cfg.Servers {
+			u, err := url.Parse(s)
+			if err != nil || u.Host == "" || u.Scheme != "https" {
+				return nil, fmt.Errorf("agent: --server %q is not an https://host:port URL", s)
+			}
+			hosts = append(hosts, u.Host)
+		}
+		rc.Host = cfg.Servers[0]
+		if len(hosts) > 1 {
+			rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return newFailover(rt, hosts) }
+		}
+	}
+	rc.QPS, rc.Burst = 50, 100
+	rc.UserAgent = "cairn-agent/" + cfg.NodeName
+	return rc, nil
+}
+
+// servingTLS is the kubelet API's TLS configuration: a certificate for
+// the node's names and address, and the cluster CA to check clients'.
+// With a join token the certificate is signed through the API server;
+// with PKIDir both come from the CA; otherwise from the given files,
+// the client CA defaulting to the API's.
+func servingTLS(cfg *Config, rc *rest.Config, nodeIP net.IP) (*tls.Config, error) {
+	var cert tls.Certificate
+	var pool *x509.CertPool
+	switch {
+	case tokenCredentials(cfg):
+		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+		defer cancel()
+		var caPEM []byte
+		var err error
+		cert, caPEM, err = bootstrap.EnsureServingCert(ctx, nodeBootstrap(cfg, rc.Host), []string{cfg.NodeName, "localhost"}, []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return nil, fmt.Errorf("agent: the kubelet serving certificate: %w", err)
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("agent: the node's CA holds no certificate")
+		}
+	case cfg.PKIDir != "":
+		ca, err := pki.LoadCA(cfg.PKIDir)
+		if err != nil {
+			return nil, fmt.Errorf("agent: --pki-dir: %w", err)
+		}
+		ips := []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)}
+		if cert, err = ca.IssueTLS(pki.CertRequest{CommonName: nodeUserPrefix + cfg.NodeName, Organization: []string{nodesGroup},
+			DNSNames: []string{cfg.NodeName, "localhost"}, IPs: ips, Server: true}); err != nil {
+			return nil, fmt.Errorf("agent: minting the kubelet serving certificate: %w", err)
+		}
+		pool = ca.Pool()
+	case cfg.TLSCertFile != "" && cfg.TLSKeyFile != "":
+		var err error
+		if cert, err = tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return nil, fmt.Errorf("agent: --tls-cert-file: %w", err)
+		}
+		caPEM := rc.TLSClientConfig.CAData
+		caFile := cfg.ClientCAFile
+		if caFile == "" {
+			caFile = rc.TLSClientConfig.CAFile
+		}
+		if caFile != "" {
+			if caPEM, err = os.ReadFile(caFile); err != nil {
+				return nil, fmt.Errorf("agent: --client-ca-file: %w", err)
+			}
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("agent: no client CA for the kubelet API: pass --client-ca-file (the cluster's ca.crt)")
+		}
+	default:
+		return nil, errors.New("agent: the kubelet API needs a serving certificate: pass --pki-dir, or --tls-cert-file and --tls-private-key-file")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}

@@ -1,0 +1,39 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cairn/internal/testimage"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestNodeOnContainerd runs a pod through containerd (--runtime cri):
+// probes reach it on the CNI bridge, its logs come through the API.
+func TestNodeOnContainerd(t *testing.T) {
+	n := newContainerdNode(t)
+	node := n.waitNode(t, nodeReady)
+	if !strings.HasPrefix(node.Status.NodeInfo.ContainerRuntimeVersion, "containerd://") {
+		t.Errorf("runtime %q", node.Status.NodeInfo.ContainerRuntimeVersion)
+	}
+	c := corev1.Container{Name: "web", Image: testimage.HTTPServerRef,
+		Command: sh("echo starting; exec testhttp serve -listen :8080"),
+		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1}}
+	n.create(t, n.pod("web", c))
+	got := n.waitPod(t, "web", 60*time.Second, "ready", podReady)
+	if cs := got.Status.ContainerStatuses[0]; !strings.HasPrefix(cs.ContainerID, "containerd://") || got.Status.PodIP == "" {
+		t.Errorf("status %+v", got.Status)
+	}
+	var logs string
+	eventually(t, 10*time.Second, "logs", func() bool {
+		logs, _ = n.logs("web", &corev1.PodLogOptions{})
+		return strings.Contains(logs, "starting")
+	}, func() any { return logs })
+	n.delete(t, "web", 1)
+	n.waitGone(t, "web", 30*time.Second)
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn/internal/pki"
+	"cairn/node/kubelet/logs"
+)
+
+// fileLogs serves the logs of files in a directory, named
+// NAMESPACE_POD_CONTAINER.log.
+type fileLogs struct{ dir string }
+
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e statusError) Error() string   { return e.msg }
+func (e statusError) HTTPStatus() int { return e.code }
+
+func (f fileLogs) ContainerLog(_ context.Context, ns, pod, container string, previous bool) (Log, error) {
+	if previous {
+		return Log{}, statusError{http.StatusBadRequest, "no previous"}
+	}
+	path := filepath.Join(f.dir, fmt.Sprintf("%s_%s_%s.log", ns, pod, container))
+	if _, err := os.Stat(path); err != nil {
+		return Log{}, statusError{http.StatusNotFound, "pod not found"}
+	}
+	return Log{Path: path, Running: func() bool { return false }}, nil
+}
+
+func TestServerAuthenticatesAndServesLogs(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Init(filepath.Join(dir, "pki")); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.ServerConfig("n1", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []byte
+	t0 := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	for i, line := range []string{"one", "two", "three"} {
+		log = append(log, logs.Format(logs.Record{Time: t0.Add(time.Duration(i) * time.Second), Stream: logs.Stdout, Content: []byte(line)})...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ns_web_app.log"), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Shutdown(context.Background())
+	base := "https://" + ln.Addr().String()
+
+	client := func(user string, groups ...string) *http.Client {
+		cfg := &tls.Config{RootCAs: ca.Pool()}
+		if user != "" {
+			cert, err := ca.IssueTLS(pki.CertRequest{CommonName: user, Organization: groups, Client: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
+	}
+	tests := []struct {
+		name     string
+		client   *http.Client
+		path     string
+		wantCode int
+		wantBody string
+	}{
+		{name: "healthz needs no certificate", client: client(""), path: "/healthz", wantCode: 200, wantBody: "ok"},
+		{name: "logs need a certificate", client: client(""), path: "/containerLogs/ns/web/app", wantCode: 401},
+		{name: "a node may not read logs", client: client("system:node:n2", "system:nodes"), path: "/containerLogs/ns/web/app", wantCode: 403},
+		{name: "the API server may", client: client(APIServerUser), path: "/containerLogs/ns/web/app", wantCode: 200, wantBody: "one\ntwo\nthree\n"},
+		{name: "masters may", client: client("admin", MastersGroup), path: "/containerLogs/ns/web/app?tailLines=1&timestamps=true",
+			wantCode: 200, wantBody: "2024-05-01T10:00:02Z three\n"},
+		{name: "limit bytes", client: client(APIServerUser), path: "/containerLogs/ns/web/app?limitBytes=5", wantCode: 200, wantBody: "one\nt"},
+		{name: "since time", client: client(APIServerUser), path: "/containerLogs/ns/web/app?sinceTime=2024-05-01T10:00:01Z", wantCode: 200, wantBody: "two\nthree\n"},
+		{name: "follow ends with the container", client: client(APIServerUser), path: "/containerLogs/ns/web/app?follow=true", wantCode: 200, wantBody: "one\ntwo\nthree\n"},
+		{name: "unknown pod", client: client(APIServerUser), path: "/containerLogs/ns/nope/app", wantCode: 404, wantBody: "pod not found\n"},
+		{name: "no previous", client: client(APIServerUser), path: "/containerLogs/ns/web/app?previous=true", wantCode: 400},
+		{name: "bad query", client: client(APIServerUser), path: "/containerLogs/ns/web/app?tailLines=x", wantCode: 400},
+		{name: "unknown path", client: client(APIServerUser), path: "/exec/ns/web/app", wantCode: 404},
+		{name: "unknown path needs a certificate too", client: client(""), path: "/pods", wantCode: 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := tt.client.Get(base + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.wantCode {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, strings.TrimSpace(string(body)), tt.wantCode)
+			}
+			if tt.wantBody != "" && string(body) != tt.wantBody {
+				t.Errorf("body %q, want %q", body, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestNewNeedsTheClusterCA(t *testing.T) {
+	if _, err := New(Config{TLS: &tls.Config{}, Logs: fileLogs{}}); err == nil {
+		t.Error("a server without client CAs was accepted")
+	}
+}
