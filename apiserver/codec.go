@@ -45,27 +45,49 @@ var strictJSON = json.NewSerializerWithOptions(json.DefaultMetaFactory, apiSchem
 // outputMedia picks the response media type from the Accept header.
 type outputMedia struct {
 	mediaType string
-	table     bool // as=Table;g=meta.k8s.io
+	// as is the meta.k8s.io/v1 kind sent instead of the object itself
+	// (asTable, asPartial, asPartialList), empty for the object.
+	as string
 }
 
+// The meta.k8s.io/v1 kinds a client may ask for instead of the object, as
+// in Accept: application/json;as=Table;g=meta.k8s.io;v=v1.
+const (
+	asTable       = "Table"
+	asPartial     = "PartialObjectMetadata"
+	asPartialList = "PartialObjectMetadataList"
+)
+
+// table reports whether the client asked for a Table.
+func (m outputMedia) table() bool { return m.as == asTable }
+
+// negotiateOutput takes the first Accept entry the server can serve, as
+// Kubernetes does: the object in JSON, YAML or protobuf, a Table in JSON,
+// or object metadata (PartialObjectMetadata, PartialObjectMetadataList)
+// in any of the three, which client-go's metadata client and informers
+// ask for. Nothing acceptable gets JSON.
 func negotiateOutput(r *http.Request) outputMedia {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
 		}
-		if params["as"] == "Table" {
-			if mt == mediaJSON || mt == "*/*" {
-				return outputMedia{mediaType: mediaJSON, table: true}
-			}
-			continue
-		}
-		if params["as"] != "" {
-			continue // PartialObjectMetadata and others: fall back to the object itself
+		if mt == "*/*" || mt == "application/*" {
+			mt = mediaJSON
 		}
 		switch mt {
 		case mediaJSON, mediaYAML, mediaProtobuf:
+		default:
+			continue
+		}
+		as := params["as"]
+		switch {
+		case as == "":
 			return outputMedia{mediaType: mt}
+		case params["g"] != metav1.GroupName || params["v"] != metav1.SchemeGroupVersion.Version:
+			continue
+		case as == asTable && mt == mediaJSON, as == asPartial, as == asPartialList:
+			return outputMedia{mediaType: mt, as: as}
 		}
 	}
 	return outputMedia{mediaType: mediaJSON}

@@ -46,15 +46,12 @@ func jsonUnmarshal(b []byte, v any) error { return utiljson.Unmarshal(b, v) }
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // respond encodes obj in the media type the client asked for, as a Table
-// when it asked for one.
+// or as object metadata when it asked for that.
 func (h *restHandler) respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) error {
 	media := negotiateOutput(r)
-	if media.table {
-		table, err := h.table(r, obj)
-		if err != nil {
-			return err
-		}
-		obj = table
+	obj, err := h.transform(r, media, obj)
+	if err != nil {
+		return err
 	}
 	enc, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
 	if err != nil {
@@ -68,6 +65,18 @@ func (h *restHandler) respond(w http.ResponseWriter, r *http.Request, code int, 
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 	return nil
+}
+
+// transform turns obj into what media asks for instead of the object
+// itself: a Table, or its metadata.
+func (h *restHandler) transform(r *http.Request, media outputMedia, obj runtime.Object) (runtime.Object, error) {
+	switch media.as {
+	case asTable:
+		return h.table(r, obj)
+	case asPartial, asPartialList:
+		return asPartialMetadata(obj, media.as)
+	}
+	return obj, nil
 }
 
 // table renders obj (an object or a list) with the resource's columns.

@@ -12,16 +12,13 @@ import (
 
 // respondAs encodes obj as an object of gv, for subresources whose kind
 // is not the resource's own (autoscaling/v1 Scale of an apps/v1
-// Deployment); a Table is sent when the client asked for one, as
-// `kubectl get deploy web --subresource=scale` does.
+// Deployment); a Table or the metadata is sent when the client asked for
+// one, as `kubectl get deploy web --subresource=scale` does.
 func (h *restHandler) respondAs(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gv schema.GroupVersion) error {
 	media := negotiateOutput(r)
-	if media.table {
-		table, err := h.table(r, obj)
-		if err != nil {
-			return err
-		}
-		obj = table
+	obj, err := h.transform(r, media, obj)
+	if err != nil {
+		return err
 	}
 	enc, err := encoderFor(media.mediaType, gv)
 	if err != nil {
@@ -50,7 +47,7 @@ func (h *restHandler) respondSuccess(w http.ResponseWriter, r *http.Request) err
 
 // withoutTable drops a Table request: a Status is never printed as rows.
 func withoutTable(r *http.Request) *http.Request {
-	if !negotiateOutput(r).table {
+	if !negotiateOutput(r).table() {
 		return r
 	}
 	r = r.Clone(r.Context())

@@ -45,6 +45,9 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 		}
 	}
 	media := negotiateOutput(r)
+	if media.as == asPartialList {
+		return errNotAcceptable("a watch sends objects: ask for PartialObjectMetadata, not PartialObjectMetadataList")
+	}
 	info2, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media.mediaType)
 	if !ok || info2.StreamSerializer == nil {
 		return apierrors.NewBadRequest("unsupported watch media type " + media.mediaType)
@@ -96,10 +99,16 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 			if !ok {
 				return nil
 			}
-			if media.table && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
-				table, err := h.table(r, ev.Object)
-				if err == nil {
+			switch {
+			case media.table() && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted):
+				if table, err := h.table(r, ev.Object); err == nil {
 					ev.Object = table
+				}
+			case media.as == asPartial && ev.Type != watch.Error:
+				// Bookmarks too: a metadata informer reads their
+				// resourceVersion and annotations through the meta scheme.
+				if p, err := partialOf(ev.Object); err == nil {
+					ev.Object = p
 				}
 			}
 			if err := enc.Encode(&ev); err != nil {
@@ -117,7 +126,8 @@ func (h *restHandler) watch(w http.ResponseWriter, r *http.Request, info request
 // encoder sets and restores an object's apiVersion and kind around each
 // encode, which races with other watchers encoding the same object; the
 // cache's objects already carry theirs, so the plain serializer does. A
-// Table made for this watcher has none and takes the versioning encoder.
+// Table made for this watcher has none and takes the versioning encoder;
+// PartialObjectMetadata carries its own.
 type sharedObjectEncoder struct {
 	raw, versioned runtime.Encoder
 }

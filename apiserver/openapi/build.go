@@ -92,6 +92,11 @@ func buildSpec(resources []*registry.Resource) (*spec, error) {
 		}
 		defs.byName[name].setExtension(extGVK, vals)
 	}
+	merge, err := mergeSchema()
+	if err != nil {
+		return nil, err
+	}
+	addMergeMarkers(defs.byName, merge)
 	s.defs = defs.byName
 	return s, nil
 }

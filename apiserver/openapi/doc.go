@@ -8,7 +8,8 @@
 // The schemas are derived by reflection from the k8s.io/api Go types of the
 // served resources: JSON tags give the properties, the types' SwaggerDoc
 // methods the descriptions, patchStrategy/patchMergeKey tags the patch
-// extensions. The documents are built once and served from memory; their
+// extensions, and client-go's server-side apply schema the list and map
+// merge markers (x-kubernetes-list-type and friends). The documents are built once and served from memory; their
 // bytes depend only on the resources, so every replica serves identical
 // documents under identical hashes.
 package openapi

@@ -180,6 +180,11 @@ func subresourceOps(b opBuilder, sub, kindDef string) []operation {
 		return []operation{
 			b.op("post", "create", "post", "create "+sub+" of a "+kind, writeParams).takes(def, anyMedia).returns(def, objectMedia, 200, 201, 202),
 		}
+	case "finalize":
+		// A namespace's spec.finalizers change only through this PUT.
+		return []operation{
+			b.op("put", "replace", "put", "replace "+sub+" of the specified "+kind, writeParams).takes(kindDef, anyMedia).returns(kindDef, objectMedia, 200, 201),
+		}
 	case "log":
 		return []operation{
 			b.op("get", "read", "get", "read log of the specified "+kind, logParams).returns("", logMedia, 200),

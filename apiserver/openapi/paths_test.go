@@ -23,6 +23,8 @@ func TestPaths(t *testing.T) {
 		{"Log", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/log", "get", "readCoreV1NamespacedPodLog", map[string]any{"group": "", "version": "v1", "kind": "Pod"}},
 		{"Scale", "apis/apps/v1", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", "put", "replaceAppsV1NamespacedDeploymentScale", map[string]any{"group": "autoscaling", "version": "v1", "kind": "Scale"}},
 		{"DottedGroup", "apis/rbac.authorization.k8s.io/v1", "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "delete", "deleteRbacAuthorizationV1ClusterRole", map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole"}},
+		{"NamespaceFinalize", "api/v1", "/api/v1/namespaces/{name}/finalize", "put", "replaceCoreV1NamespaceFinalize", map[string]any{"group": "", "version": "v1", "kind": "Namespace"}},
+		{"ControllerRevisions", "apis/apps/v1", "/apis/apps/v1/namespaces/{namespace}/controllerrevisions/{name}", "get", "readAppsV1NamespacedControllerRevision", map[string]any{"group": "apps", "version": "v1", "kind": "ControllerRevision"}},
 		{"DeleteCollection", "apis/batch/v1", "/apis/batch/v1/namespaces/{namespace}/jobs", "delete", "deletecollectionBatchV1NamespacedJob", map[string]any{"group": "batch", "version": "v1", "kind": "Job"}},
 	}
 	for _, tt := range tests {

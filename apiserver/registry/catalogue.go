@@ -91,6 +91,9 @@ func All() []*Resource {
 			ShortNames: []string{"ds"}, Categories: categoryAll, Subresources: status,
 			New: newOf[appsv1.DaemonSet], NewList: newOf[appsv1.DaemonSetList],
 			Strategy: apps.DaemonSetStrategy(), SelectableFields: metaFields(true)},
+		{GVR: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), Kind: "ControllerRevision", ListKind: "ControllerRevisionList", Namespaced: true,
+			New: newOf[appsv1.ControllerRevision], NewList: newOf[appsv1.ControllerRevisionList],
+			Strategy: apps.ControllerRevisionStrategy(), SelectableFields: metaFields(true)},
 
 		// batch/v1
 		{GVR: batchv1.SchemeGroupVersion.WithResource("jobs"), Kind: "Job", ListKind: "JobList", Namespaced: true,

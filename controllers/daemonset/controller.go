@@ -3,8 +3,9 @@
 // tolerations admit, pinning each pod to its node through required node
 // affinity for the scheduler to bind (the pod gets no nodeName), and rolls
 // template changes out node by node within maxUnavailable or maxSurge
-// (RollingUpdate), or as pods are deleted (OnDelete), as Kubernetes'
-// controller does.
+// (RollingUpdate), or as pods are deleted (OnDelete), keeping the
+// DaemonSet's history in ControllerRevisions, as Kubernetes' controller
+// does.
 package daemonset
 
 import (
@@ -55,12 +56,14 @@ type Controller struct {
 	nodeLister corelisters.NodeLister
 	podLister  corelisters.PodLister
 	podIndex   cache.Indexer
-	queue      keyqueue.Queue
-	exp        *expectations.Expectations
-	pods       *podcontrol.Control
-	recorder   record.EventRecorder
-	log        *slog.Logger
-	clock      clock.WithTicker
+	// revIndex holds the ControllerRevisions, indexed by controller.
+	revIndex cache.Indexer
+	queue    keyqueue.Queue
+	exp      *expectations.Expectations
+	pods     *podcontrol.Control
+	recorder record.EventRecorder
+	log      *slog.Logger
+	clock    clock.WithTicker
 	// failedBackoff spaces out the replacement of pods that keep failing
 	// on a node, which would otherwise be a hot loop with the kubelet.
 	failedBackoff *flowcontrol.Backoff
@@ -72,13 +75,17 @@ func New(c *controllers.Context) (*Controller, error) {
 	dsInf := c.Informers.Apps().V1().DaemonSets()
 	podInf := c.Informers.Core().V1().Pods()
 	nodeInf := c.Informers.Core().V1().Nodes()
-	if err := controllerref.AddIndex(podInf.Informer()); err != nil {
-		return nil, fmt.Errorf("daemonset: %w", err)
+	revInf := c.Informers.Apps().V1().ControllerRevisions()
+	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), revInf.Informer()} {
+		if err := controllerref.AddIndex(inf); err != nil {
+			return nil, fmt.Errorf("daemonset: %w", err)
+		}
 	}
 	recorder := c.Recorder("daemonset-controller")
 	dc := &Controller{
 		client:   c.Client,
 		dsLister: dsInf.Lister(), nodeLister: nodeInf.Lister(), podLister: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
+		revIndex:      revInf.Informer().GetIndexer(),
 		queue:         keyqueue.New(Name),
 		exp:           expectations.New(c.Clock),
 		pods:          &podcontrol.Control{Client: c.Client, Recorder: recorder},
@@ -86,7 +93,8 @@ func New(c *controllers.Context) (*Controller, error) {
 		log:           c.Logger.With("controller", Name),
 		clock:         c.Clock,
 		failedBackoff: flowcontrol.NewBackOffWithJitter(time.Second, 15*time.Minute, 0),
-		synced:        []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
+			revInf.Informer().HasSynced},
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer

@@ -165,6 +165,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			cc.Informers.Core().V1().Nodes().Informer().GetIndexer().Add(o)
 		case *corev1.Pod:
 			dc.podIndex.Add(o)
+		case *appsv1.ControllerRevision:
+			dc.revIndex.Add(o)
 		}
 	}
 	client.ClearActions()

@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,12 +62,16 @@ func addOrUpdateToleration(spec *corev1.PodSpec, t *corev1.Toleration) {
 }
 
 // podTemplate is the template of ds's pods at revision hash: the daemon
-// tolerations and the controller-revision-hash label added.
+// tolerations added, and the pod-template-generation (from the API
+// server's annotation) and controller-revision-hash labels.
 func podTemplate(ds *appsv1.DaemonSet, hash string) *corev1.PodTemplateSpec {
 	t := ds.Spec.Template.DeepCopy()
 	addDaemonTolerations(&t.Spec)
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
+	}
+	if gen, err := strconv.ParseInt(ds.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64); err == nil {
+		t.Labels[templateGenerationLabel] = strconv.FormatInt(gen, 10)
 	}
 	if hash != "" {
 		t.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash

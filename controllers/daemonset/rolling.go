@@ -37,20 +37,15 @@ func surgeCount(ds *appsv1.DaemonSet, desired int) (int, error) {
 	return intstr.GetScaledValueFromIntOrPercent(v, desired, true)
 }
 
-// isUpdated reports whether pod is of revision hash.
-func isUpdated(pod *corev1.Pod, hash string) bool {
-	return hash != "" && pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash
-}
-
 // updatedPodsOnNode splits a node's live pods into the new and the old
 // one; ok is false when there are more than one of either, which manage
 // cleans up first.
-func updatedPodsOnNode(pods []*corev1.Pod, hash string) (newPod, oldPod *corev1.Pod, ok bool) {
+func updatedPodsOnNode(pods []*corev1.Pod, rev revisionTarget) (newPod, oldPod *corev1.Pod, ok bool) {
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if isUpdated(p, hash) {
+		if rev.matches(p) {
 			if newPod != nil {
 				return nil, nil, false
 			}
@@ -100,20 +95,20 @@ func (dc *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, n
 	now := dc.clock.Now()
 	available := func(p *corev1.Pod) bool { return podutil.IsAvailable(p, ds.Spec.MinReadySeconds, now) }
 	if maxSurge == 0 {
-		return dc.syncNodes(ctx, ds, oldPodsToDelete(byNode, hash, maxUnavailable, available), nil, hash)
+		return dc.syncNodes(ctx, ds, oldPodsToDelete(byNode, targetOf(ds, hash), maxUnavailable, available), nil, hash)
 	}
-	del, create := surgeReplacements(byNode, nodeByName, ds, hash, maxSurge, desired, available)
+	del, create := surgeReplacements(byNode, nodeByName, ds, targetOf(ds, hash), maxSurge, desired, available)
 	return dc.syncNodes(ctx, ds, del, create, hash)
 }
 
 // oldPodsToDelete picks, without surge, the old pods to delete now: every
 // old pod that is not available anyway, and available old pods while the
 // unavailable nodes stay within maxUnavailable.
-func oldPodsToDelete(byNode map[string][]*corev1.Pod, hash string, maxUnavailable int, available func(*corev1.Pod) bool) []*corev1.Pod {
+func oldPodsToDelete(byNode map[string][]*corev1.Pod, rev revisionTarget, maxUnavailable int, available func(*corev1.Pod) bool) []*corev1.Pod {
 	unavailable := 0
 	var replace, candidates []*corev1.Pod
 	for _, node := range sortedNodes(byNode) {
-		newPod, oldPod, ok := updatedPodsOnNode(byNode[node], hash)
+		newPod, oldPod, ok := updatedPodsOnNode(byNode[node], rev)
 		switch {
 		case !ok:
 			unavailable++
@@ -136,13 +131,13 @@ func oldPodsToDelete(byNode map[string][]*corev1.Pod, hash string, maxUnavailabl
 
 // surgeReplacements picks, with surge, the old pods to delete and the
 // nodes to start a new pod on.
-func surgeReplacements(byNode map[string][]*corev1.Pod, nodes map[string]*corev1.Node, ds *appsv1.DaemonSet, hash string,
+func surgeReplacements(byNode map[string][]*corev1.Pod, nodes map[string]*corev1.Node, ds *appsv1.DaemonSet, rev revisionTarget,
 	maxSurge, desired int, available func(*corev1.Pod) bool) (del []*corev1.Pod, create []string) {
 	surging, availableNodes := 0, 0
 	var shouldNotRun []*corev1.Pod
 	var allowed, candidates []string
 	for _, name := range sortedNodes(byNode) {
-		newPod, oldPod, ok := updatedPodsOnNode(byNode[name], hash)
+		newPod, oldPod, ok := updatedPodsOnNode(byNode[name], rev)
 		if !ok {
 			surging++
 			continue

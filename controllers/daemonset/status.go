@@ -40,7 +40,7 @@ func calculateStatus(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[stri
 				st.NumberAvailable++
 			}
 		}
-		if isUpdated(p, hash) {
+		if targetOf(ds, hash).matches(p) {
 			st.UpdatedNumberScheduled++
 		}
 	}

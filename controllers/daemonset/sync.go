@@ -12,7 +12,6 @@ import (
 	"cairn/controllers/internal/expectations"
 	"cairn/controllers/internal/podcontrol"
 	"cairn/controllers/internal/podutil"
-	"cairn/controllers/internal/templatehash"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +48,11 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	if ds.DeletionTimestamp != nil {
 		return nil
 	}
-	hash := templatehash.PodTemplate(&ds.Spec.Template, ds.Status.CollisionCount)
+	cur, old, err := dc.constructHistory(ctx, ds)
+	if err != nil {
+		return fmt.Errorf("daemonset: the revisions of %s: %w", key, err)
+	}
+	hash := cur.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
 	if !dc.exp.Satisfied(key) {
 		// Only the status: the generation was not acted upon.
 		return dc.updateStatus(ctx, ds, nodes, hash, false)
@@ -57,6 +60,9 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	err = dc.manage(ctx, ds, nodes, hash)
 	if err == nil && dc.exp.Satisfied(key) && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
 		err = dc.rollingUpdate(ctx, ds, nodes, hash)
+	}
+	if err == nil {
+		err = dc.cleanupHistory(ctx, ds, old)
 	}
 	statusErr := dc.updateStatus(ctx, ds, nodes, hash, true)
 	return errors.Join(err, statusErr)

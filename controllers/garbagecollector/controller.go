@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -66,6 +67,7 @@ func Descriptor(cfg Config) controllers.Descriptor {
 // Controller is the garbage collector.
 type Controller struct {
 	dynamic   dynamic.Interface
+	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	recorder  record.EventRecorder
@@ -94,12 +96,16 @@ func New(c *controllers.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("garbagecollector: %w", err)
 	}
+	md, err := metadata.NewForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("garbagecollector: %w", err)
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("garbagecollector: %w", err)
 	}
 	return &Controller{
-		dynamic: dyn, discovery: dc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		dynamic: dyn, metadata: md, discovery: dc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		recorder: c.Recorder("garbage-collector-controller"), clock: c.Clock, log: c.Logger.With("controller", Name), cfg: cfg.withDefaults(),
 		graph:       newGraph(),
 		changes:     workqueue.NewTyped[*event](),

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -76,13 +75,13 @@ func (c *Controller) syncMonitors(ctx context.Context) error {
 	return err
 }
 
-// newMonitor builds the informer of gvr. It keeps only object metadata:
-// the API server serves watches of full objects (it does not serve
-// PartialObjectMetadata), so they are read through the dynamic client
-// and trimmed before they reach the cache.
+// newMonitor builds the informer of gvr. It reads object metadata only
+// (PartialObjectMetadata, through the metadata client), so specs and
+// statuses never cross the wire, and trims it further before it reaches
+// the cache.
 func (c *Controller) newMonitor(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (*monitor, error) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(toPartial); err != nil {
+	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(trimMetadata); err != nil {
 		return nil, err
 	}
 	push := func(typ eventType, obj any) {
@@ -111,17 +110,18 @@ func (c *Controller) newMonitor(gvr schema.GroupVersionResource, gvk schema.Grou
 	return &monitor{gvk: gvk, informer: inf, stop: make(chan struct{})}, nil
 }
 
-// toPartial trims an object to the metadata the collector uses.
-func toPartial(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
+// trimMetadata keeps the metadata the collector uses: labels,
+// annotations and managedFields would only take memory. The kind is the
+// monitor's, not the object's (meta.k8s.io PartialObjectMetadata).
+func trimMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
 	return &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
-			OwnerReferences: u.GetOwnerReferences(), Finalizers: u.GetFinalizers(), DeletionTimestamp: u.GetDeletionTimestamp(),
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp,
 		},
 	}, nil
 }

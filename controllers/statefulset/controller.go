@@ -3,7 +3,8 @@
 // them in ordinal order and removes them in reverse (OrderedReady) or all
 // at once (Parallel), and rolls template changes out from the highest
 // ordinal down to the partition (RollingUpdate) or leaves that to pod
-// deletions (OnDelete), as Kubernetes' controller does.
+// deletions (OnDelete), keeping the set's history in ControllerRevisions,
+// as Kubernetes' controller does.
 package statefulset
 
 import (
@@ -46,6 +47,8 @@ type Controller struct {
 	client    kubernetes.Interface
 	setLister appslisters.StatefulSetLister
 	podIndex  cache.Indexer
+	// revIndex holds the ControllerRevisions, indexed by controller.
+	revIndex  cache.Indexer
 	pvcLister corelisters.PersistentVolumeClaimLister
 	queue     keyqueue.Queue
 	recorder  record.EventRecorder
@@ -59,17 +62,22 @@ func New(c *controllers.Context) (*Controller, error) {
 	setInf := c.Informers.Apps().V1().StatefulSets()
 	podInf := c.Informers.Core().V1().Pods()
 	pvcInf := c.Informers.Core().V1().PersistentVolumeClaims()
-	if err := controllerref.AddIndex(podInf.Informer()); err != nil {
-		return nil, fmt.Errorf("statefulset: %w", err)
+	revInf := c.Informers.Apps().V1().ControllerRevisions()
+	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), revInf.Informer()} {
+		if err := controllerref.AddIndex(inf); err != nil {
+			return nil, fmt.Errorf("statefulset: %w", err)
+		}
 	}
 	sc := &Controller{
 		client:    c.Client,
-		setLister: setInf.Lister(), podIndex: podInf.Informer().GetIndexer(), pvcLister: pvcInf.Lister(),
-		queue:    keyqueue.New(Name),
-		recorder: c.Recorder("statefulset-controller"),
-		log:      c.Logger.With("controller", Name),
-		clock:    c.Clock,
-		synced:   []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
+		setLister: setInf.Lister(), podIndex: podInf.Informer().GetIndexer(), revIndex: revInf.Informer().GetIndexer(),
+		pvcLister: pvcInf.Lister(),
+		queue:     keyqueue.New(Name),
+		recorder:  c.Recorder("statefulset-controller"),
+		log:       c.Logger.With("controller", Name),
+		clock:     c.Clock,
+		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
+			revInf.Informer().HasSynced},
 	}
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: sc.enqueue, UpdateFunc: func(_, cur any) { sc.enqueue(cur) }, DeleteFunc: sc.enqueue,

@@ -60,25 +60,44 @@ func (b sb) claim(name string) sb {
 	return b
 }
 
-// at makes b's current revision that of the template of old, stored as
-// the controller stores it, with status reporting it current.
+// at makes b's status name the revision of old's template as current;
+// the fixture needs that revision too (history).
 func (b sb) at(old *appsv1.StatefulSet) sb {
-	rev, err := updateRevision(old)
+	b.s.Status.CurrentRevision = revisionName(old)
+	return b
+}
+
+// revisionName is the name of the revision of set's template.
+func revisionName(set *appsv1.StatefulSet) string {
+	cr, err := newRevision(set, 1, 0)
 	if err != nil {
 		panic(err)
 	}
-	b.s.Status.CurrentRevision = rev.name
-	b.s.Annotations = map[string]string{CurrentRevisionAnnotation: fmt.Sprintf(`{"name":%q,"data":%s}`, rev.name, rev.data)}
-	return b
+	return cr.Name
+}
+
+// history returns set and the ControllerRevisions of set holding the
+// templates of sets, numbered from 1 in that order, as the controller
+// would have stored them.
+func history(set *appsv1.StatefulSet, sets ...*appsv1.StatefulSet) []runtime.Object {
+	objs := []runtime.Object{set}
+	for i, s := range sets {
+		owner := set.DeepCopy()
+		owner.Spec.Template = s.Spec.Template
+		cr, err := newRevision(owner, int64(i+1), 0)
+		if err != nil {
+			panic(err)
+		}
+		cr.UID = types.UID(cr.Name)
+		cr.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))
+		objs = append(objs, cr)
+	}
+	return objs
 }
 
 // pod returns the healthy pod of ordinal made from set's template.
 func pod(set *appsv1.StatefulSet, ordinal int) *corev1.Pod {
-	rev, err := updateRevision(set)
-	if err != nil {
-		panic(err)
-	}
-	p := newPod(set, &set.Spec.Template, rev.name, ordinal)
+	p := newPod(set, &set.Spec.Template, revisionName(set), ordinal)
 	p.UID = types.UID(p.Name)
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}}
@@ -111,6 +130,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			cc.Informers.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
 		case *corev1.Pod:
 			sc.podIndex.Add(o)
+		case *appsv1.ControllerRevision:
+			sc.revIndex.Add(o)
 		}
 	}
 	client.ClearActions()
@@ -195,10 +216,9 @@ func TestPodIdentityAndClaims(t *testing.T) {
 	f := newFixture(t, set)
 	f.sync()
 	p := f.createdPod("db-0")
-	rev, _ := updateRevision(set)
 	if p.Spec.Hostname != "db-0" || p.Spec.Subdomain != "db-hl" ||
 		p.Labels[appsv1.StatefulSetPodNameLabel] != "db-0" || p.Labels[appsv1.PodIndexLabel] != "0" ||
-		p.Labels[appsv1.ControllerRevisionHashLabelKey] != rev.name || p.GenerateName != "" {
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] != revisionName(set) || p.GenerateName != "" {
 		t.Fatalf("pod identity: hostname %q subdomain %q labels %v", p.Spec.Hostname, p.Spec.Subdomain, p.Labels)
 	}
 	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].PersistentVolumeClaim == nil || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-db-0" {
@@ -231,7 +251,7 @@ func TestRollingUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, append([]runtime.Object{tt.set}, tt.pods...)...)
+			f := newFixture(t, append(history(tt.set, old, tt.set), tt.pods...)...)
 			f.sync()
 			if got := f.changes(); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("pod changes %v, want %v", got, tt.want)
@@ -242,22 +262,20 @@ func TestRollingUpdate(t *testing.T) {
 
 func TestRecreatedPodsTakeTheirRevision(t *testing.T) {
 	old := testSet(3).s
-	oldRev, _ := updateRevision(old)
 	newSet := testSet(3).image("db:2").s
-	newRev, _ := updateRevision(newSet)
 	tests := []struct {
 		name      string
 		set       *appsv1.StatefulSet
 		wantImage string
 		wantRev   string
 	}{
-		{"below the partition: current revision", testSet(3).image("db:2").partition(2).at(old).s, "db:1", oldRev.name},
-		{"on delete: update revision", testSet(3).image("db:2").onDelete().at(old).s, "db:2", newRev.name},
+		{"below the partition: current revision", testSet(3).image("db:2").partition(2).at(old).s, "db:1", revisionName(old)},
+		{"on delete: update revision", testSet(3).image("db:2").onDelete().at(old).s, "db:2", revisionName(newSet)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// db-0 was deleted by hand; db-1 and db-2 remain.
-			f := newFixture(t, tt.set, pod(old, 1), pod(newSet, 2))
+			f := newFixture(t, append(history(tt.set, old, newSet), pod(old, 1), pod(newSet, 2))...)
 			f.sync()
 			p := f.createdPod("db-0")
 			if img := p.Spec.Containers[0].Image; img != tt.wantImage || podRevision(p) != tt.wantRev {
@@ -271,7 +289,7 @@ func TestStatus(t *testing.T) {
 	old := testSet(3).s
 	set := testSet(3).image("db:2").partition(1).at(old).s
 	set.Generation = 4
-	f := newFixture(t, set, pod(old, 0), pod(testSet(3).image("db:2").s, 1), pending(pod(testSet(3).image("db:2").s, 2)))
+	f := newFixture(t, append(history(set, old, set), pod(old, 0), pod(testSet(3).image("db:2").s, 1), pending(pod(testSet(3).image("db:2").s, 2)))...)
 	f.sync()
 	var st *appsv1.StatefulSetStatus
 	for _, a := range f.client.Actions() {
@@ -282,9 +300,8 @@ func TestStatus(t *testing.T) {
 	if st == nil {
 		t.Fatal("no status written")
 	}
-	upd, _ := updateRevision(set)
 	if st.Replicas != 3 || st.ReadyReplicas != 2 || st.AvailableReplicas != 2 || st.CurrentReplicas != 1 || st.UpdatedReplicas != 2 ||
-		st.ObservedGeneration != 4 || st.CurrentRevision != set.Status.CurrentRevision || st.UpdateRevision != upd.name {
+		st.ObservedGeneration != 4 || st.CurrentRevision != set.Status.CurrentRevision || st.UpdateRevision != revisionName(set) {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -36,25 +37,31 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 		sc.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid or empty selector %v", set.Spec.Selector)
 		return nil
 	}
+	history, err := sc.claimRevisions(ctx, set, sel)
+	if err != nil {
+		return err
+	}
 	pods, err := sc.claimPods(ctx, set, sel)
 	if err != nil {
 		return err
 	}
-	upd, err := updateRevision(set)
+	if history, set, err = sc.migrateLegacyRevision(ctx, set, history); err != nil {
+		return err
+	}
+	cur, upd, collisions, err := sc.revisions(ctx, set, history)
 	if err != nil {
 		return err
 	}
-	cur, ok := currentRevision(set, upd)
-	if !ok {
-		sc.log.Warn("the current revision's template is unknown; pods move to the update revision",
+	if set.Status.CurrentRevision != "" && cur.name != set.Status.CurrentRevision {
+		sc.log.Warn("the current revision is gone; pods move to the update revision",
 			"statefulset", key, "currentRevision", set.Status.CurrentRevision, "updateRevision", upd.name)
 	}
-	status, syncErr := sc.update(ctx, set, cur, upd, pods)
-	if err := sc.writeStatus(ctx, set, upd, status); err != nil {
+	status, syncErr := sc.update(ctx, set, cur, upd, collisions, pods)
+	statusErr := sc.writeStatus(ctx, set, status)
+	// The history is trimmed whatever happened, as Kubernetes does.
+	historyErr := sc.truncateHistory(ctx, set, pods, history, cur, upd)
+	if err := errors.Join(syncErr, statusErr, historyErr); err != nil {
 		return err
-	}
-	if syncErr != nil {
-		return syncErr
 	}
 	if set.Spec.MinReadySeconds > 0 && status.AvailableReplicas != *set.Spec.Replicas {
 		sc.enqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
@@ -88,14 +95,11 @@ func (sc *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, se
 // replace one pod of an old revision. OrderedReady waits for each pod to
 // be running and ready (and available) before touching the next; Parallel
 // does not. It returns the status seen.
-func (sc *Controller) update(ctx context.Context, set *appsv1.StatefulSet, cur, upd revision, pods []*corev1.Pod) (appsv1.StatefulSetStatus, error) {
+func (sc *Controller) update(ctx context.Context, set *appsv1.StatefulSet, cur, upd revision, collisions int32, pods []*corev1.Pod) (appsv1.StatefulSetStatus, error) {
 	now := sc.clock.Now()
 	status := appsv1.StatefulSetStatus{
 		ObservedGeneration: set.Generation, CurrentRevision: cur.name, UpdateRevision: upd.name,
-		CollisionCount: new(int32),
-	}
-	if set.Status.CollisionCount != nil {
-		*status.CollisionCount = *set.Status.CollisionCount
+		CollisionCount: &collisions,
 	}
 	countPods(&status, set.Spec.MinReadySeconds, now, cur, upd, pods)
 
@@ -296,20 +300,12 @@ func countPods(status *appsv1.StatefulSetStatus, minReadySeconds int32, now time
 }
 
 // writeStatus completes a finished rolling update (the update revision
-// becomes current), records the current revision's template, and writes
-// the status if it changed.
-func (sc *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, upd revision, st appsv1.StatefulSetStatus) error {
+// becomes current) and writes the status if it changed.
+func (sc *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, st appsv1.StatefulSetStatus) error {
 	if set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
 		st.UpdatedReplicas == st.Replicas && st.ReadyReplicas == st.Replicas {
 		st.CurrentReplicas = st.UpdatedReplicas
 		st.CurrentRevision = st.UpdateRevision
-	}
-	if st.CurrentRevision == upd.name {
-		updated, err := sc.recordRevision(ctx, set, upd)
-		if err != nil {
-			return err
-		}
-		set = updated
 	}
 	if apiequality.Semantic.DeepEqual(set.Status, st) {
 		return nil

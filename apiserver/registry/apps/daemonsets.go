@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -16,17 +17,25 @@ import (
 )
 
 // DaemonSetStrategy returns the rules of daemon sets: RollingUpdate with
-// maxUnavailable 1 and maxSurge 0, ten revisions by default, and an
-// immutable selector.
+// maxUnavailable 1 and maxSurge 0, ten revisions by default, an
+// immutable selector, and the template generation Kubernetes keeps in
+// the deprecated.daemonset.template.generation annotation: 1 on create,
+// one more on each template change, never set by clients.
 func DaemonSetStrategy() strategy.Funcs[*appsv1.DaemonSet] {
 	return strategy.Funcs[*appsv1.DaemonSet]{
 		DefaultFunc: defaultDaemonSet,
 		PrepareForCreateFunc: func(_ context.Context, ds *appsv1.DaemonSet) {
 			ds.Status = appsv1.DaemonSetStatus{}
 			ds.Generation = 1
+			setTemplateGeneration(ds, max(templateGeneration(ds), 1))
 		},
 		PrepareForUpdateFunc: func(_ context.Context, ds, old *appsv1.DaemonSet) {
 			ds.Status = old.Status
+			gen := templateGeneration(old)
+			if !apiequality.Semantic.DeepEqual(ds.Spec.Template, old.Spec.Template) {
+				gen++
+			}
+			setTemplateGeneration(ds, gen)
 		},
 		PrepareStatusForUpdateFunc: func(_ context.Context, ds, old *appsv1.DaemonSet) {
 			ds.Spec = old.Spec
@@ -116,4 +125,21 @@ func validateDaemonSetUpdateStrategy(us *appsv1.DaemonSetUpdateStrategy, fldPath
 		return field.ErrorList{field.NotSupported(fldPath, us.Type, []appsv1.DaemonSetUpdateStrategyType{
 			appsv1.RollingUpdateDaemonSetStrategyType, appsv1.OnDeleteDaemonSetStrategyType})}
 	}
+}
+
+// templateGeneration reads ds's template generation annotation; 0 when it
+// is missing or unreadable.
+func templateGeneration(ds *appsv1.DaemonSet) int64 {
+	n, err := strconv.ParseInt(ds.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, gen int64) {
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
+	}
+	ds.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(gen, 10)
 }

@@ -87,3 +87,14 @@ func Revision(data []byte, probe *int32) string {
 	}
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
+
+// RevisionName names an owner's ControllerRevision of hash, as
+// Kubernetes' history.ControllerRevisionName does: <prefix>-<hash>, the
+// prefix (the owner's name) cut to 223 characters so that the name stays
+// a valid DNS subdomain.
+func RevisionName(prefix, hash string) string {
+	if len(prefix) > 223 {
+		prefix = prefix[:223]
+	}
+	return prefix + "-" + hash
+}

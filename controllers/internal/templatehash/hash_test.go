@@ -1,6 +1,7 @@
 package templatehash
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,5 +68,20 @@ func TestRevisionDataRoundTrip(t *testing.T) {
 	}
 	if Revision(data, nil) == Revision(data, ptr.To[int32](0)) {
 		t.Fatal("the probe does not change the revision hash")
+	}
+}
+
+func TestRevisionName(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	tests := []struct{ prefix, want string }{
+		{"web", "web-5d8f"},
+		{long, long[:223] + "-5d8f"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want[:3], func(t *testing.T) {
+			if got := RevisionName(tt.prefix, "5d8f"); got != tt.want {
+				t.Fatalf("RevisionName = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
