@@ -58,7 +58,7 @@ func runRaftLeaderLoops(ctx context.Context, srv *raftstore.Server, name string,
 }
 
 // leaderLoops returns the leader-only loops enabled on this server.
-func leaderLoops(f *pflag.FlagSet, disabled []string, log *slog.Logger) ([]leader.Loop, error) {
+func leaderLoops(f *pflag.FlagSet, disabled []string, name string, reg prometheus.Registerer, log *slog.Logger) ([]leader.Loop, error) {
 	var loops []leader.Loop
 	if !contains(disabled, "controllers") {
 		m, err := controllerManager(f)
@@ -69,7 +69,11 @@ func leaderLoops(f *pflag.FlagSet, disabled []string, log *slog.Logger) ([]leade
 		loops = append(loops, leader.Loop{Name: "controllers", Run: m.Run})
 	}
 	if !contains(disabled, "scheduler") {
-		log.Info("component not part of this build yet", "component", "scheduler")
+		loop, err := schedulerLoop(f, name, reg, log.With("component", "scheduler"))
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, loop)
 	}
 	return loops, nil
 }

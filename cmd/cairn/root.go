@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newKubeconfigCmd(),
 		newAPIServerCmd(),
 		newControllerManagerCmd(),
+		newSchedulerCmd(),
 		newImageCmd(),
 		newAgentCmd(),
 		newTokenCmd(),

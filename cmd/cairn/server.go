@@ -88,6 +88,7 @@ lost for good, restart a survivor with --force-new-cluster.`,
 	f.Duration("watch-progress-notify-interval", 10*time.Minute, "interval of progress notifications to watches that ask for them")
 	addAPIFlags(f)
 	addControllerFlags(f)
+	addSchedulerFlags(f)
 	cmd.AddCommand(newServerRemoveCmd())
 	return cmd
 }
@@ -205,7 +206,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 			if err != nil {
 				return err
 			}
-			loops, err := leaderLoops(f, disabled, log)
+			loops, err := leaderLoops(f, disabled, cfg.Name, reg, log)
 			if err != nil {
 				return err
 			}
