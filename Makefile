@@ -33,7 +33,7 @@ test-race:
 	$(GO) test -race -gcflags=all=-d=checkptr=0 -timeout 5m -run 'WatchersEncodeShared|Fence' ./apiserver/ ./apiserver/storage/
 
 run: build
-	./hack/run-local.sh
+	./hack/run-local.sh $(RUN_FLAGS)
 
 bench: build
 	$(GO) run ./test/benchcompare $(BENCH_FLAGS)

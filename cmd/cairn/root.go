@@ -39,6 +39,8 @@ func newRootCmd() *cobra.Command {
 		newSchedulerCmd(),
 		newImageCmd(),
 		newAgentCmd(),
+		newDevCmd(),
+		newDemoHTTPCmd(),
 		newTokenCmd(),
 	)
 	return root
