@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"cairn/apiserver/printers"
@@ -35,6 +36,10 @@ func writeError(w http.ResponseWriter, err error) {
 	code := int(status.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
+	}
+	// client-go retries a 429 or 5xx that carries Retry-After.
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
 	writeJSON(w, code, &status)
 }

@@ -384,6 +384,12 @@ func storeError(err error) error {
 		return apierrors.NewTimeoutError("storage: the store did not answer in time", 1)
 	case errors.Is(err, context.Canceled):
 		return err
+	case errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail):
+		// The store is electing a leader: the client should retry soon
+		// (client-go does, honouring Retry-After).
+		se := apierrors.NewServiceUnavailable("storage: the store is changing leader; retry: " + err.Error())
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return se
 	}
 	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
 }

@@ -6,6 +6,7 @@ import (
 	"cairn/internal/fence"
 	"cairn/raftstore"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -116,5 +117,15 @@ func TestFenceOfStoresTheTokenWithTheObject(t *testing.T) {
 	}
 	if got := token(); got != "<none>" {
 		t.Fatalf("token after delete %q, want none", got)
+	}
+}
+
+func TestLeaderChangesAreRetryableUnavailability(t *testing.T) {
+	for _, err := range []error{rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrTimeoutDueToLeaderFail} {
+		got := storeError(err)
+		se, ok := got.(*apierrors.StatusError)
+		if !ok || se.ErrStatus.Code != 503 || se.ErrStatus.Details == nil || se.ErrStatus.Details.RetryAfterSeconds != 1 {
+			t.Errorf("storeError(%v) = %v, want a 503 with Retry-After 1", err, got)
+		}
 	}
 }
