@@ -16,6 +16,7 @@ import (
 	"cairn/apiserver/registry"
 	"cairn/apiserver/storage"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -63,6 +64,11 @@ type Config struct {
 	// Bootstrap turns on joining with tokens (bootstrap_endpoint.go);
 	// nil: off.
 	Bootstrap *BootstrapConfig
+	// Metrics receives the request metrics; MetricsHandler, if set, is
+	// served at /metrics to authenticated clients (the process's whole
+	// registry, as kube-apiserver serves its own).
+	Metrics        prometheus.Registerer
+	MetricsHandler http.Handler
 }
 
 // Server serves the Kubernetes REST API.
@@ -77,6 +83,7 @@ type Server struct {
 	// services allocates cluster IPs and node ports; nil when services
 	// are not served.
 	services *serviceAllocator
+	metrics  *requestMetrics
 }
 
 // KubernetesVersion is the Kubernetes API version this server implements.
@@ -107,6 +114,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Bootstrap != nil {
 		s.cfg.Authenticator = s.withBootstrapTokens(cfg.Authenticator)
+	}
+	var err error
+	if s.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {
+		return nil, fmt.Errorf("apiserver: metrics: %w", err)
 	}
 	openAPI, err := newOpenAPI(cfg)
 	if err != nil {
@@ -195,6 +206,10 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" && s.cfg.MetricsHandler != nil {
+		s.cfg.MetricsHandler.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path == "/version" {
 		writeJSON(w, http.StatusOK, s.version())
 		return
@@ -224,7 +239,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 
 // serveResource handles the REST verbs on one resource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) {
-	s.handlers[res.GVR].serve(w, r, info)
+	s.metrics.observe(w, r, info, func(w http.ResponseWriter) { s.handlers[res.GVR].serve(w, r, info) })
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,9 @@ import (
 	"cairn/internal/kubeconfig"
 	"cairn/internal/pki"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -51,6 +54,8 @@ type apiOptions struct {
 	log     *slog.Logger
 	// bootstrap turns on joining with tokens; nil: off.
 	bootstrap *apiserver.BootstrapConfig
+	// metrics is the process's registry, served at the API's /metrics.
+	metrics *prometheus.Registry
 }
 
 // startAPIServer serves the Kubernetes API until ctx ends. It returns the
@@ -104,6 +109,8 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		NotReadyTolerationSeconds:    time.Duration(notReady) * time.Second,
 		UnreachableTolerationSeconds: time.Duration(unreachable) * time.Second,
 		Bootstrap:                    o.bootstrap,
+		Metrics:                      o.metrics,
+		MetricsHandler:               promhttp.HandlerFor(o.metrics, promhttp.HandlerOpts{}),
 	})
 	if err != nil {
 		return "", err
@@ -178,7 +185,9 @@ func newAPIServerCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			dataDir, _ := f.GetString("data-dir")
-			if _, err := startAPIServer(ctx, f, apiOptions{name: name, ca: ca, backend: apiserver.RemoteBackend(cli),
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			if _, err := startAPIServer(ctx, f, apiOptions{name: name, ca: ca, backend: apiserver.RemoteBackend(cli), metrics: reg,
 				ready: apiserver.StoreReady(cli.KV), dataDir: dataDir, log: log}); err != nil {
 				return err
 			}

@@ -195,7 +195,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		} else {
 			backend, closeBackend := apiserver.LocalBackend(srv)
 			defer closeBackend()
-			apiURL, err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend,
+			apiURL, err := startAPIServer(ctx, f, apiOptions{name: cfg.Name, ca: ca, backend: backend, metrics: reg,
 				ready: apiserver.StoreReady(backend.KV), dataDir: cfg.DataDir, log: log,
 				bootstrap: &apiserver.BootstrapConfig{CA: ca, StoreMembers: storeMembers(srv)}})
 			if err != nil {
