@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"cairn/node/agent"
+	"cairn/node/apiclient"
 	"cairn/node/kubelet"
 
 	"github.com/spf13/cobra"
@@ -32,12 +34,16 @@ certificate signed through the API, and keeps them with a kubeconfig in
 --data-dir (kubelet.kubeconfig, pki/), reused on restart without --token.
 They can also come from --kubeconfig, or from --pki-dir (the cluster CA of
 ` + "`cairn pki init`" + `), from which the agent mints its certificates itself. Pods keep running
-when the agent stops; it adopts them when it starts again.`,
+when the agent stops; it adopts them when it starts again.
+
+Agents gossip about each other's health (--gossip-listen): when peers
+agree an agent died, its node is NotReady within seconds rather than when
+its Lease expires. Give every agent the same --gossip-key-file.`,
 		Args: cobra.NoArgs,
 		RunE: runAgent,
 	}
 	f := cmd.Flags()
-	f.StringSlice("server", nil, "API server URLs (https://host:port), comma-separated; the agent uses one that answers")
+	f.StringSlice("server", nil, "API server URLs (https://host:port), comma-separated; the agent balances its requests over those that answer and fails over when one dies")
 	f.String("kubeconfig", "", "kubeconfig with the agent's credentials (its server is replaced by --server when given)")
 	f.String("token", "", "join token (K10...) to get the node's certificates with; needed only on the first start")
 	f.String("pki-dir", "", "PKI dir holding the cluster CA (ca.crt, ca.key); the agent mints its own certificates from it")
@@ -48,8 +54,10 @@ when the agent stops; it adopts them when it starts again.`,
 	f.String("cni-conf-dir", agent.DefaultCNIConfDir, "containerd's CNI conf_dir, where --runtime cri writes the pod network's configuration")
 	f.String("node-ip", "", "the node's InternalIP, where the API servers and the other nodes reach it (default: the host's first IPv4)")
 	f.String("netns", "", "path of the network namespace the pod network lives in (default: the agent's own)")
-	f.String("gossip-listen", "", "address of the peer gossip (not yet supported; ignored)")
-	f.StringSlice("gossip-join", nil, "peers to gossip with, host:port (not yet supported; ignored)")
+	f.String("gossip-listen", agent.DefaultGossipListen, "address (host:port, TCP and UDP) where agents gossip about each other's health, to report dead nodes within seconds; empty turns gossip off")
+	f.String("gossip-advertise", "", "address (IP:port) peers reach this agent's gossip at (default: --node-ip at the --gossip-listen port)")
+	f.StringSlice("gossip-join", nil, "peers to join the gossip through, host:port, comma-separated (optional: agents also find each other through their Nodes)")
+	f.String("gossip-key-file", "", "file holding the gossip key, 16, 24 or 32 raw bytes, the same on every agent; without it anyone on the network can have nodes reported dead")
 	f.String("cgroup-root", "/cairn", "cgroup under which the pods' cgroups are made")
 	f.String("proxy", agent.ProxyEBPF, "Service proxy: ebpf (socket load balancing) or none")
 	f.String("bpf-cgroup", "", "cgroup v2 directory the eBPF proxy attaches to (default the cgroup2 mount root); agents sharing a machine each give their own pods' cgroup")
@@ -104,12 +112,20 @@ func agentConfig(f *pflag.FlagSet) (agent.Config, error) {
 	cfg := agent.Config{
 		Servers: strs("server"), Kubeconfig: str("kubeconfig"), Token: str("token"), PKIDir: str("pki-dir"),
 		NodeName: str("node-name"), DataDir: str("data-dir"), Runtime: str("runtime"), CRISocket: str("cri-socket"), CNIConfDir: str("cni-conf-dir"),
-		NetNS: str("netns"), GossipListen: str("gossip-listen"), GossipJoin: strs("gossip-join"), CgroupRoot: str("cgroup-root"),
+		NetNS: str("netns"), GossipListen: str("gossip-listen"), GossipAdvertise: str("gossip-advertise"), GossipJoin: strs("gossip-join"),
+		GossipKeyFile: str("gossip-key-file"), CgroupRoot: str("cgroup-root"),
 		Proxy: str("proxy"), BPFCgroup: str("bpf-cgroup"), BPFPinPath: str("bpf-pin-path"),
 		KubeletAddress: str("kubelet-address"), TLSCertFile: str("tls-cert-file"), TLSKeyFile: str("tls-private-key-file"),
 		ClientCAFile: str("client-ca-file"), ClusterCIDR: str("cluster-cidr"),
 	}
 	cfg.KubeletPort, _ = f.GetInt("kubelet-port")
+	if len(cfg.Servers) > 0 {
+		servers, err := apiclient.ParseServers(strings.Join(cfg.Servers, ","))
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Servers = servers
+	}
 	if ip := str("node-ip"); ip != "" {
 		if cfg.NodeIP = net.ParseIP(ip); cfg.NodeIP == nil {
 			return cfg, fmt.Errorf("--node-ip %q is not an IP address", ip)

@@ -4,7 +4,11 @@
 // Unknown; unhealthy nodes are tainted NoExecute at a bounded rate per
 // zone, and their pods evicted once their tolerations run out; NoSchedule
 // taints follow node conditions. A failure detector that learns sooner
-// that a node is dead (the agents' gossip) calls MarkDead.
+// that a node is dead calls MarkDead; the agents' gossip does it through
+// the Node: once enough peers annotated it with their reports
+// (gossip.Agreed), the node is marked dead without waiting for its grace
+// period, and it recovers once the reports are gone and its heartbeats
+// move again.
 package nodelifecycle
 
 import (
@@ -186,6 +190,7 @@ func (c *Controller) nodeHandlers() cache.ResourceEventHandlerFuncs {
 			if n, ok := obj.(*corev1.Node); ok {
 				c.conditionQueue.Add(n.Name)
 				c.enqueuePodsOn(n.Name)
+				c.checkReports(n, -1)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -198,6 +203,7 @@ func (c *Controller) nodeHandlers() cache.ResourceEventHandlerFuncs {
 			if !sameNoExecuteTaints(o, n) {
 				c.enqueuePodsOn(n.Name)
 			}
+			c.checkReports(n, -1)
 		},
 		DeleteFunc: func(obj any) {
 			if n, ok := clusterutil.Untombstone(obj).(*corev1.Node); ok {

@@ -83,7 +83,10 @@ func (c *Controller) monitor(ctx context.Context) {
 		return
 	}
 	obs := make([]observation, 0, len(nodes))
+	ready := countReady(nodes)
 	for _, n := range nodes {
+		// Events may have been missed: the pass looks at reports too.
+		c.checkReports(n, ready)
 		n = c.checkHealth(ctx, n)
 		ready := corev1.ConditionUnknown
 		if cond := clusterutil.NodeCondition(n, corev1.NodeReady); cond != nil {

@@ -1,7 +1,9 @@
 // Package agent wires a Cairn node: API credentials (a kubeconfig, or a
-// client certificate minted from the cluster CA), the container runtime,
-// the pod network's routes, the kubelet and its HTTPS API. `cairn agent`
-// parses flags into a Config and calls Run.
+// client certificate minted from the cluster CA) over client-side
+// balancing across the API servers, the container runtime, the pod
+// network's routes, the kubelet and its HTTPS API, and the gossip that
+// reports dead peers. `cairn agent` parses flags into a Config and calls
+// Run.
 package agent
 
 import (
@@ -35,7 +37,8 @@ const DefaultCNIConfDir = "/etc/cni/net.d"
 // Config is an agent's configuration, one field per flag of
 // `cairn agent`.
 type Config struct {
-	// Servers are the API servers' URLs; the first that answers is used.
+	// Servers are the API servers' URLs; requests are balanced over those
+	// that answer, and fail over when one dies.
 	Servers []string
 	// Kubeconfig, Token or PKIDir give the API credentials.
 	Kubeconfig string
@@ -56,9 +59,16 @@ type Config struct {
 	// network lives and probes connect from; the agent's own when empty
 	// (several agents on one machine each get one).
 	NetNS string
-	// GossipListen and GossipJoin configure peer health gossip.
-	GossipListen string
-	GossipJoin   []string
+	// GossipListen is where the agent gossips with its peers about their
+	// health, host:port (DefaultGossipListen for `cairn agent`); empty
+	// turns gossip off. GossipAdvertise is the address peers reach it at
+	// (default: NodeIP at the listen port), GossipJoin lists peers to join
+	// at start (optional: the Nodes publish their gossip addresses), and
+	// GossipKeyFile holds the key that encrypts and authenticates gossip.
+	GossipListen    string
+	GossipAdvertise string
+	GossipJoin      []string
+	GossipKeyFile   string
 	// CgroupRoot is the cgroup under which pods' cgroups are made.
 	CgroupRoot string
 	// Proxy is ProxyEBPF or ProxyNone (also when empty; `cairn agent`
@@ -120,20 +130,26 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	log := cfg.Logger.With("node", cfg.NodeName)
-	if cfg.GossipListen != "" || len(cfg.GossipJoin) > 0 {
-		log.Warn("peer gossip is not yet part of this build: --gossip-listen and --gossip-join are ignored")
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	rc, err := restConfig(&cfg)
+	conn, err := connect(&cfg, log)
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubernetes.NewForConfig(conn.rest)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	balancerCtx, stopBalancer := context.WithCancel(ctx)
+	defer stopBalancer()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		conn.balancer.Run(balancerCtx)
+	}()
 	stopProxy, err := startProxy(ctx, &cfg, client, log)
 	if err != nil {
 		return err
@@ -145,7 +161,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	serving, err := servingTLS(&cfg, rc, nodeIP)
+	serving, err := servingTLS(&cfg, conn, nodeIP)
 	if err != nil {
 		return err
 	}
@@ -154,6 +170,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer node.close()
+	stopGossip, err := startGossip(ctx, &cfg, client, nodeIP, node.dial, log)
+	if err != nil {
+		return err
+	}
+	defer stopGossip()
 
 	kc := cfg.Kubelet
 	kc.NodeName, kc.Client, kc.Runtime, kc.NodeIP = cfg.NodeName, client, node.runtime, nodeIP
@@ -175,7 +196,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("agent: kubelet API: %w", err)
 	}
-	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -188,7 +208,6 @@ func Run(ctx context.Context, cfg Config) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdown)
-	wg.Wait()
 	return runErr
 }
 

@@ -6,15 +6,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"cairn/internal/bootstrap"
 	"cairn/internal/pki"
+	"cairn/node/apiclient"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,12 +54,34 @@ func nodeBootstrap(cfg *Config, fallback string) bootstrap.NodeConfig {
 // bootstrapTimeout bounds getting the node's certificates with a token.
 const bootstrapTimeout = time.Minute
 
-// restConfig builds the API client configuration: from a kubeconfig, from
-// a join token (the node's client certificate is signed through the API
-// server), or with a client certificate minted from the cluster CA in
-// PKIDir. With several servers, requests go to one that answers.
-func restConfig(cfg *Config) (*rest.Config, error) {
-	var rc *rest.Config
+// Rate limits of the agent's API client: a kubelet's pod workers, status
+// updates and informers share them.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
+// apiConn is the agent's connection to the API: a client configuration
+// whose requests the balancer spreads over the API servers, and the
+// cluster CA the credentials named, which the kubelet API trusts too (the
+// balanced configuration has no TLS fields left to read it from).
+type apiConn struct {
+	rest     *rest.Config
+	balancer *apiclient.Balancer
+	caData   []byte
+	caFile   string
+	// server is the first API server, where a token join gets the
+	// kubelet's serving certificate.
+	server string
+}
+
+// connect builds the API connection over every --server: from a join
+// token (the node's client certificate is signed through the API server),
+// from a kubeconfig, or with a client certificate minted from the cluster
+// CA in PKIDir.
+func connect(cfg *Config, log *slog.Logger) (*apiConn, error) {
+	ac := apiclient.Config{Servers: cfg.Servers, UserAgent: "cairn-agent/" + cfg.NodeName, Logger: log.With("component", "apiclient")}
+	conn := &apiConn{}
 	switch {
 	case tokenCredentials(cfg):
 		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
@@ -68,15 +90,13 @@ func restConfig(cfg *Config) (*rest.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: joining with --token: %w", err)
 		}
-		if rc, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
-			return nil, fmt.Errorf("agent: %s: %w", path, err)
-		}
+		ac.Kubeconfig = path
 	case cfg.Kubeconfig != "":
-		var err error
-		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("agent: --kubeconfig %s: %w", cfg.Kubeconfig, err)
-		}
+		ac.Kubeconfig = cfg.Kubeconfig
 	case cfg.PKIDir != "":
+		if len(cfg.Servers) == 0 {
+			return nil, errors.New("agent: --server is required with --pki-dir")
+		}
 		ca, err := pki.LoadCA(cfg.PKIDir)
 		if err != nil {
 			return nil, fmt.Errorf("agent: --pki-dir: %w", err)
@@ -89,30 +109,28 @@ func restConfig(cfg *Config) (*rest.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: minting the node's client certificate: %w", err)
 		}
-		if len(cfg.Servers) == 0 {
-			return nil, errors.New("agent: --server is required with --pki-dir")
-		}
-		rc = &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: certPEM, KeyData: keyPEM}}
+		ac.TLS = rest.TLSClientConfig{CAData: caPEM, CertData: certPEM, KeyData: keyPEM}
+		conn.caData = caPEM
 	default:
 		return nil, errors.New("agent: no credentials: pass --token (a join token), --kubeconfig or --pki-dir (the cluster CA)")
 	}
-	if len(cfg.Servers) > 0 {
-		var hosts []string
-		for _, s := range cfg.Servers {
-			u, err := url.Parse(s)
-			if err != nil || u.Host == "" || u.Scheme != "https" {
-				return nil, fmt.Errorf("agent: --server %q is not an https://host:port URL", s)
-			}
-			hosts = append(hosts, u.Host)
+	if ac.Kubeconfig != "" {
+		kc, err := clientcmd.BuildConfigFromFlags("", ac.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %s: %w", ac.Kubeconfig, err)
 		}
-		rc.Host = cfg.Servers[0]
-		if len(hosts) > 1 {
-			rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return newFailover(rt, hosts) }
-		}
+		conn.caData, conn.caFile, conn.server = kc.TLSClientConfig.CAData, kc.TLSClientConfig.CAFile, kc.Host
 	}
-	rc.QPS, rc.Burst = 50, 100
-	rc.UserAgent = "cairn-agent/" + cfg.NodeName
-	return rc, nil
+	if len(cfg.Servers) > 0 {
+		conn.server = cfg.Servers[0]
+	}
+	rc, bal, err := apiclient.New(ac)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	rc.QPS, rc.Burst = clientQPS, clientBurst
+	conn.rest, conn.balancer = rc, bal
+	return conn, nil
 }
 
 // servingTLS is the kubelet API's TLS configuration: a certificate for
@@ -120,7 +138,7 @@ func restConfig(cfg *Config) (*rest.Config, error) {
 // With a join token the certificate is signed through the API server;
 // with PKIDir both come from the CA; otherwise from the given files,
 // the client CA defaulting to the API's.
-func servingTLS(cfg *Config, rc *rest.Config, nodeIP net.IP) (*tls.Config, error) {
+func servingTLS(cfg *Config, conn *apiConn, nodeIP net.IP) (*tls.Config, error) {
 	var cert tls.Certificate
 	var pool *x509.CertPool
 	switch {
@@ -129,7 +147,7 @@ func servingTLS(cfg *Config, rc *rest.Config, nodeIP net.IP) (*tls.Config, error
 		defer cancel()
 		var caPEM []byte
 		var err error
-		cert, caPEM, err = bootstrap.EnsureServingCert(ctx, nodeBootstrap(cfg, rc.Host), []string{cfg.NodeName, "localhost"}, []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)})
+		cert, caPEM, err = bootstrap.EnsureServingCert(ctx, nodeBootstrap(cfg, conn.server), []string{cfg.NodeName, "localhost"}, []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)})
 		if err != nil {
 			return nil, fmt.Errorf("agent: the kubelet serving certificate: %w", err)
 		}
@@ -153,10 +171,10 @@ func servingTLS(cfg *Config, rc *rest.Config, nodeIP net.IP) (*tls.Config, error
 		if cert, err = tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
 			return nil, fmt.Errorf("agent: --tls-cert-file: %w", err)
 		}
-		caPEM := rc.TLSClientConfig.CAData
+		caPEM := conn.caData
 		caFile := cfg.ClientCAFile
 		if caFile == "" {
-			caFile = rc.TLSClientConfig.CAFile
+			caFile = conn.caFile
 		}
 		if caFile != "" {
 			if caPEM, err = os.ReadFile(caFile); err != nil {

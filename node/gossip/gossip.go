@@ -135,8 +135,13 @@ func (g *Gossip) Members() []string {
 // LivePeers is how many other members this one sees alive.
 func (g *Gossip) LivePeers() int { return g.ml.NumMembers() - 1 }
 
-// Close stops the member without leaving; Run does that itself.
-func (g *Gossip) Close() error { return g.ml.Shutdown() }
+// Close stops the member at once without leaving, as kill -9 would; a
+// running Run then returns without leaving too (memberlist cannot leave
+// once shut down). Run leaves and closes by itself when its context ends.
+func (g *Gossip) Close() error {
+	g.crashed.Store(true)
+	return g.ml.Shutdown()
+}
 
 // Run joins the cluster, publishes this member's address on its Node,
 // clears old reports about it and reports peers' deaths until ctx ends;
