@@ -514,9 +514,7 @@ func TestLaggingFollowerCatchesUpFromRaftSnapshot(t *testing.T) {
 	rest := []int{leader, (leader + 2) % 3}
 	cli := c.client(rest...)
 	for i := 0; i < 300; i++ {
-		if _, err := cli.Put(ctx, fmt.Sprintf("lag/%03d", i), "v"); err != nil {
-			t.Fatal(err)
-		}
+		putRetrying(t, cli, fmt.Sprintf("lag/%03d", i), "v")
 	}
 	// Compact the leader's log so the follower cannot catch up from it.
 	if err := c.servers[leader].raft.Snapshot().Error(); err != nil {
@@ -582,5 +580,25 @@ func TestMemberUpdateMovesAPeer(t *testing.T) {
 		if m.Name == cfg.Name && m.PeerURLs[0] != "https://"+newPeer {
 			t.Fatalf("member list shows %s at %v", m.Name, m.PeerURLs)
 		}
+	}
+}
+
+// putRetrying writes key, retrying while the two remaining members elect
+// a leader: on a loaded machine one may miss heartbeats. The put is
+// idempotent, so a retry after an unknown outcome is harmless.
+func putRetrying(t *testing.T, cli *clientv3.Client, key, value string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := cli.Put(ctxT(t), key, value)
+		if err == nil {
+			return
+		}
+		transient := errors.Is(err, rpctypes.ErrLeaderChanged) || errors.Is(err, rpctypes.ErrNoLeader) ||
+			errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) || errors.Is(err, rpctypes.ErrTimeout)
+		if !transient || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
