@@ -254,13 +254,20 @@ func (c *devCluster) eventually(timeout time.Duration, what string, cond func() 
 // requests to url, and returns its log once it has succeeded.
 func (c *devCluster) runClient(name, url string, count int) string {
 	c.t.Helper()
+	return c.runClientRetrying(name, url, count, 30*time.Second)
+}
+
+// runClientRetrying is runClient with each failing request retried for
+// retryFor; with 0, any failing request fails the pod.
+func (c *devCluster) runClientRetrying(name, url string, count int, retryFor time.Duration) string {
+	c.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "client", Image: devcluster.DemoImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"get", "--count", strconv.Itoa(count), "--retry-for", "30s", url},
+				Args: []string{"get", "--count", strconv.Itoa(count), "--retry-for", retryFor.String(), url},
 			}},
 		},
 	}

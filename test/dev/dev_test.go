@@ -74,6 +74,10 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		}
 	})
 
+	t.Run("scaled down to one replica, the demo answers only from the pod left", func(t *testing.T) {
+		checkScaleDown(t, c, url)
+	})
+
 	t.Run("killing the leader server keeps writes and the demo going", func(t *testing.T) {
 		leader := leaseHolder(t, c)
 		st, err := devcluster.ReadRunState(c.dir)
