@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,7 +38,8 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.Int("default-not-ready-toleration-seconds", 300, "NoExecute toleration of the not-ready node taint added to pods that have none")
 	f.Int("default-unreachable-toleration-seconds", 300, "NoExecute toleration of the unreachable node taint added to pods that have none")
 	f.String("service-cidr", apiserver.DefaultServiceCIDR, "range of service cluster IPs; its first IP is the kubernetes service's")
-	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where `cairn kubectl` looks)")
+	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where \"cairn kubectl\" looks)")
+	f.StringSlice("tls-san", nil, "extra DNS names and IP addresses of the API serving certificate, e.g. a load balancer's (repeat or comma separate)")
 }
 
 // kubeletClientUser is the identity an API server presents to kubelets
@@ -77,7 +79,14 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 	if err != nil {
 		return "", fmt.Errorf("--service-cidr: %w", err)
 	}
-	serving, err := o.ca.ServerConfig(o.name, []string{host, kubernetesIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
+	sans := []string{host, kubernetesIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	extra, _ := f.GetStringSlice("tls-san")
+	for _, san := range extra {
+		if san = strings.TrimSpace(san); san != "" {
+			sans = append(sans, san)
+		}
+	}
+	serving, err := o.ca.ServerConfig(o.name, sans)
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -85,13 +86,28 @@ func newSnapshotSaveCmd() *cobra.Command {
 			defer cli.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
+			// The deadline covers the wait for the first bytes only: a server
+			// without a quorum never starts the stream, while a large store
+			// may take longer than any fixed deadline to transfer.
+			timeout, _ := cmd.Flags().GetDuration("command-timeout")
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			if timeout <= 0 {
+				timeout = time.Duration(math.MaxInt64)
+			}
+			noStart := time.AfterFunc(timeout, func() { cancel(errSnapshotNoStart) })
+			defer noStart.Stop()
 			last := time.Now()
 			info, err := raftstore.SaveSnapshot(ctx, cli, args[0], func(n int64) {
+				noStart.Stop()
 				if time.Since(last) > time.Second {
 					last = time.Now()
 					fmt.Fprintf(cmd.ErrOrStderr(), "received %d bytes\n", n)
 				}
 			})
+			if errors.Is(context.Cause(ctx), errSnapshotNoStart) {
+				return fmt.Errorf("snapshot: no data from %s within --command-timeout %s: the cluster most likely has no quorum (check \"cairn etcdctl endpoint health\"); if two of three servers are gone for good, see docs/runbooks/quorum-loss.md", strings.Join(cli.Endpoints(), ","), timeout)
+			}
 			if err != nil {
 				return err
 			}
@@ -101,8 +117,13 @@ func newSnapshotSaveCmd() *cobra.Command {
 		},
 	}
 	addClientFlags(cmd)
+	cmd.Flags().Duration("command-timeout", 30*time.Second, "how long to wait for the cluster to start sending the snapshot, which it cannot without a quorum (0: no limit)")
 	return cmd
 }
+
+// errSnapshotNoStart is the cause of a snapshot save given up because no
+// data arrived within --command-timeout.
+var errSnapshotNoStart = errors.New("snapshot: no data within the command timeout")
 
 func newSnapshotStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -49,6 +49,16 @@ func (ml memberList) names() []string {
 	return names
 }
 
+// hasLearner says whether a member is still a learner.
+func (ml memberList) hasLearner() bool {
+	for _, m := range ml.Members {
+		if m.IsLearner {
+			return true
+		}
+	}
+	return false
+}
+
 // sh runs a one-line command as a block of the test's own on m and
 // returns its output without the trace.
 func (l *lab) sh(t *testing.T, m *machine, command string) string {
@@ -112,6 +122,14 @@ func TestRunbookBootstrap(t *testing.T) {
 			if fi.Mode().Perm() != 0o700 {
 				t.Errorf("%s:%s has mode %v, want 0700", name, dir, fi.Mode().Perm())
 			}
+		}
+		tok := m.path("/var/lib/cairn/server/token")
+		if fi, err := os.Stat(tok); err != nil {
+			t.Errorf("%s: the join token the runbook points to: %v", name, err)
+		} else if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: the join token has mode %v, want 0600", name, fi.Mode().Perm())
+		} else if b := readFileString(t, tok); !strings.HasPrefix(b, "K10") {
+			t.Errorf("%s: the join token reads %q, want K10...", name, b)
 		}
 		if err := m.waitHealthy(10 * time.Second); err != nil {
 			t.Error(err)

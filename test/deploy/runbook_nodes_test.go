@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,8 @@ func requireAgent(t *testing.T) {
 }
 
 // TestRunbookNodes adds node n1 to a bootstrapped cluster with
-// docs/runbooks/nodes.md, cordons, drains and uncordons it, then removes
+// docs/runbooks/nodes.md (with a join token, so that n1 never holds the CA
+// key), cordons, drains and uncordons it, then removes
 // it. The agent's pod network lives in a network namespace of the test's
 // and its pods' cgroups under a cgroup of the test's, so the test machine's
 // own network and cgroups are left alone.
@@ -47,6 +49,10 @@ func TestRunbookNodes(t *testing.T) {
 	out := k.must(t, "get", "node", "n1", "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address} {.metadata.labels.topology\.kubernetes\.io/zone}`)
 	if want := n1.ip + " zone-a"; out != want {
 		t.Errorf("node n1: address and zone %q, want %q", out, want)
+	}
+
+	if _, err := os.Stat(n1.path("/etc/cairn/pki/ca.key")); !os.IsNotExist(err) {
+		t.Errorf("n1 holds the CA key after joining with a token: %v", err)
 	}
 
 	unschedulable := func() string {
