@@ -384,12 +384,17 @@ func storeError(err error) error {
 		return apierrors.NewTimeoutError("storage: the store did not answer in time", 1)
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail):
-		// The store is electing a leader: the client should retry soon
+	case errors.Is(err, rpctypes.ErrNoLeader):
+		// Nothing was proposed: the client may safely retry soon
 		// (client-go does, honouring Retry-After).
-		se := apierrors.NewServiceUnavailable("storage: the store is changing leader; retry: " + err.Error())
+		se := apierrors.NewServiceUnavailable("storage: the store has no leader; retry: " + err.Error())
 		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
 		return se
+	case errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail):
+		// The write may or may not have been applied: no Retry-After, so
+		// that clients do not blindly repeat a create (with generateName,
+		// a second object); they re-read and decide, as after a conflict.
+		return apierrors.NewServiceUnavailable("storage: the store changed leader; the write's outcome is unknown, read the object before retrying: " + err.Error())
 	}
 	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
 }

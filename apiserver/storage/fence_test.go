@@ -120,12 +120,25 @@ func TestFenceOfStoresTheTokenWithTheObject(t *testing.T) {
 	}
 }
 
-func TestLeaderChangesAreRetryableUnavailability(t *testing.T) {
-	for _, err := range []error{rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrTimeoutDueToLeaderFail} {
-		got := storeError(err)
-		se, ok := got.(*apierrors.StatusError)
-		if !ok || se.ErrStatus.Code != 503 || se.ErrStatus.Details == nil || se.ErrStatus.Details.RetryAfterSeconds != 1 {
-			t.Errorf("storeError(%v) = %v, want a 503 with Retry-After 1", err, got)
+func TestLeaderChangesAreUnavailability(t *testing.T) {
+	for _, tc := range []struct {
+		err        error
+		retryAfter int32
+	}{
+		{rpctypes.ErrNoLeader, 1},
+		{rpctypes.ErrLeaderChanged, 0},
+		{rpctypes.ErrTimeoutDueToLeaderFail, 0},
+	} {
+		se, ok := storeError(tc.err).(*apierrors.StatusError)
+		if !ok || se.ErrStatus.Code != 503 {
+			t.Fatalf("storeError(%v) = %v, want a 503", tc.err, se)
+		}
+		got := int32(0)
+		if se.ErrStatus.Details != nil {
+			got = se.ErrStatus.Details.RetryAfterSeconds
+		}
+		if got != tc.retryAfter {
+			t.Errorf("storeError(%v): Retry-After %d, want %d", tc.err, got, tc.retryAfter)
 		}
 	}
 }
