@@ -17,6 +17,7 @@ all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cairn
+	$(GO) build -o $(dir $(BIN))cairn-shim ./cmd/cairn-shim
 
 vet:
 	$(GO) vet ./...

@@ -113,6 +113,21 @@ else
 	mv -f "$target.new" "$target"
 	echo "installed $prefix/bin/cairn ($version)"
 fi
+# The agent's container helper goes next to cairn, where the agent looks
+# for it; without one the agent runs its own binary instead (slower). A
+# helper left from another version is removed rather than kept.
+shim_src=$(dirname "$bin")/cairn-shim
+shim_target=$destdir$prefix/bin/cairn-shim
+if [ -f "$shim_src" ] && [ -x "$shim_src" ]; then
+	if ! { [ -e "$shim_target" ] && { [ "$shim_src" -ef "$shim_target" ] || cmp -s "$shim_src" "$shim_target"; }; }; then
+		install -m 0755 "$shim_src" "$shim_target.new"
+		mv -f "$shim_target.new" "$shim_target"
+		echo "installed $prefix/bin/cairn-shim"
+	fi
+else
+	echo "warning: no cairn-shim next to $bin: the agent will start containers with cairn itself (slower)" >&2
+	rm -f "$shim_target"
+fi
 
 sysdir /etc/systemd/system
 for unit in cairn-server.service cairn-agent.service; do

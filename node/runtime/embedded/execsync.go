@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -38,8 +37,8 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	}
 	var stdout, stderr capped
 	cmd := &exec.Cmd{
-		Path:   selfExe,
-		Args:   append([]string{os.Args[0], execCommand, r.containerDir(c.ID), "--"}, req.GetCmd()...),
+		Path:   r.cfg.HelperBinary,
+		Args:   append([]string{r.cfg.HelperBinary, execCommand, r.containerDir(c.ID), "--"}, req.GetCmd()...),
 		Env:    []string{},
 		Stdout: &stdout,
 		Stderr: &stderr,

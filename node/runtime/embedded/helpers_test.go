@@ -67,6 +67,9 @@ func newTestEnv(t *testing.T) *testEnv {
 		CgroupRoot: "/cairn-test-" + hex.EncodeToString(b[:]),
 		Images:     store,
 		Logger:     slog.New(slog.DiscardHandler),
+		// The test binary itself, through TestMain: an installed
+		// cairn-shim may belong to another version.
+		HelperBinary: selfExe,
 	}
 	e.nodeNS = filepath.Join(dir, "node-netns")
 	if err := network.NewNetNS(e.nodeNS); err != nil {

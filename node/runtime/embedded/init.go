@@ -3,6 +3,7 @@ package embedded
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Hidden first arguments that turn the agent's binary into one of the
@@ -13,9 +14,32 @@ const (
 	execCommand = "__container-exec"
 )
 
-// selfExe is the binary the helpers run: the agent's own, even if the
-// file was replaced or deleted since it started.
+// selfExe is the running binary, even if the file was replaced or
+// deleted since it started: the fallback helper binary of the agent,
+// and the binary a shim runs as the container's init.
 const selfExe = "/proc/self/exe"
+
+// HelperName is the name of the small helper binary the runtime runs as
+// container shim, init and exec helper (see cmd/cairn-shim). Re-executing
+// the agent's own binary works as well, but its package initialisation
+// costs each container start a fifth of a second and a hundred
+// megabytes, which many simultaneous starts cannot afford.
+const HelperName = "cairn-shim"
+
+// findHelper returns the helper binary to run: HelperName next to the
+// running executable (installed and built together, so of the same
+// version), else the running executable itself, which MaybeRunInit turns
+// into a helper. $PATH is not searched: a helper of another version could
+// disagree with the agent on the state it shares.
+func findHelper() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), HelperName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return selfExe
+}
 
 // MaybeRunInit turns the process into a container shim, init or exec
 // helper when it was started as one (by this package, re-executing its

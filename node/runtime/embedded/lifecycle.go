@@ -66,8 +66,8 @@ func (r *Runtime) startShim(ctx context.Context, dir string) (int, error) {
 		return 0, err
 	}
 	cmd := &exec.Cmd{
-		Path:        selfExe,
-		Args:        []string{os.Args[0], shimCommand, dir},
+		Path:        r.cfg.HelperBinary,
+		Args:        []string{r.cfg.HelperBinary, shimCommand, dir},
 		Env:         []string{},
 		Stdout:      shimLog,
 		Stderr:      shimLog,

@@ -56,6 +56,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of creation times; time.Now if nil.
 	Now func() time.Time
+	// HelperBinary is the binary run as container shim and exec helper:
+	// by default HelperName next to the running executable, else the
+	// running executable itself (which must then call MaybeRunInit first
+	// thing).
+	HelperBinary string
 }
 
 // Runtime is the embedded container runtime.
@@ -86,6 +91,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = DefaultCgroupRoot
+	}
+	if cfg.HelperBinary == "" {
+		cfg.HelperBinary = findHelper()
 	}
 	if cfg.NetNSDir == "" {
 		node := cfg.NodeName
@@ -184,7 +192,7 @@ func (r *Runtime) load() error {
 			return err
 		}
 	}
-	r.log.Info("embedded runtime started", "sandboxes", len(r.sandboxes), "containers", len(r.containers), "overlay", r.overlay)
+	r.log.Info("embedded runtime started", "sandboxes", len(r.sandboxes), "containers", len(r.containers), "overlay", r.overlay, "helper", r.cfg.HelperBinary)
 	return nil
 }
 

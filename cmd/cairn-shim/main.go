@@ -1,0 +1,19 @@
+// Command cairn-shim is the embedded container runtime's helper binary:
+// the container shim, the container init and the exec helper. The agent
+// runs it instead of re-executing its own much larger binary, whose
+// package initialisation (Kubernetes clients, kubectl, etcd) would
+// otherwise cost every container start about a fifth of a second.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"cairn/node/runtime/embedded"
+)
+
+func main() {
+	embedded.MaybeRunInit()
+	fmt.Fprintln(os.Stderr, "cairn-shim: this is an internal helper of the cairn agent's container runtime; it is not run by hand")
+	os.Exit(2)
+}
