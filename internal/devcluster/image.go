@@ -161,6 +161,12 @@ func addFile(tw *tar.Writer, name string, f imageFile) error {
 // and the image's ID, building it only when bin changed since the last
 // build in dir.
 func demoImageArchive(bin, dir string) (tarPath, id string, err error) {
+	// cairn-shim, built and installed beside cairn, answers `__demo-http`
+	// too and starts in milliseconds instead of a fifth of a second: a
+	// hundred demo pods on a small node start that much sooner.
+	if shim := filepath.Join(filepath.Dir(bin), "cairn-shim"); isExecutable(shim) {
+		bin = shim
+	}
 	sum, err := fileSHA256(bin)
 	if err != nil {
 		return "", "", err
@@ -235,4 +241,9 @@ func importDemoImage(ctx context.Context, tarPath, id, dataDir string) error {
 		return fmt.Errorf("devcluster: importing the demo image into %s: %w", dataDir, err)
 	}
 	return nil
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"cairn/internal/devcluster/demoapp"
+)
+
+// demoCommand is the argument that makes this binary the program of
+// `cairn dev`'s demo image, as `cairn __demo-http` is. The image carries
+// this small binary when it sits beside cairn, so that a hundred demo
+// pods do not each pay the large binary's start-up.
+const demoCommand = "__demo-http"
+
+// runDemo runs `serve [--listen ADDR]` or `get [--count N] [--timeout D]
+// [--retry-for D] URL` and returns the exit code.
+func runDemo(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" serve|get ...")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		listen := fs.String("listen", ":"+strconv.Itoa(demoapp.DefaultPort), "address to listen on")
+		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+			return 2
+		}
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return 1
+		}
+		id := demoapp.IdentityFromEnv()
+		fmt.Printf("serving on %s as pod %s (%s)\n", ln.Addr(), id.Pod, id.IP)
+		if err := demoapp.Serve(ctx, ln, id); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return 1
+		}
+		return 0
+	case "get":
+		var opts demoapp.GetOptions
+		fs := flag.NewFlagSet("get", flag.ContinueOnError)
+		fs.IntVar(&opts.Count, "count", 1, "requests to send, each on a new connection")
+		fs.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "timeout of each attempt")
+		fs.DurationVar(&opts.RetryFor, "retry-for", 0, "how long to retry a failing request")
+		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+			fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" get [--count N] [--timeout D] [--retry-for D] URL")
+			return 2
+		}
+		if err := demoapp.Get(ctx, fs.Arg(0), opts, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "%s: unknown command %q (serve or get)\n", demoCommand, args[0])
+	return 2
+}
