@@ -68,9 +68,23 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 	url := fmt.Sprintf("http://%s:%d/", clusterIP, devcluster.DemoServicePort)
 
 	t.Run("a pod reaches every demo pod through the ClusterIP", func(t *testing.T) {
-		seen := answeringPods(t, c.runClient("client-before", url, 12), demoPods)
+		log := c.runClient("client-before", url, 24)
+		seen := answeringPods(t, log, demoPods)
 		if len(seen) < 2 {
-			t.Errorf("12 requests reached only %v: the Service does not spread connections", seen)
+			t.Errorf("24 requests reached only %v: the Service does not spread connections", seen)
+		}
+		// The demo pods run on both nodes: the answers must come from
+		// both, across the host-gw routes.
+		nodes := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+			if m := answer.FindStringSubmatch(line); m != nil {
+				nodes[m[3]] = true
+			}
+		}
+		want := demoNodes(t, c)
+		t.Logf("answers from pods %v on nodes %v; the demo runs on %v", seen, nodes, want)
+		if len(want) == 2 && len(nodes) != 2 {
+			t.Errorf("answers came from nodes %v; the demo pods run on %v", nodes, want)
 		}
 	})
 
@@ -178,6 +192,28 @@ func runningReady(pods []corev1.Pod) map[string]bool {
 				out[p.Name] = true
 			}
 		}
+	}
+	return out
+}
+
+// demoNodes returns the nodes the demo pods run on.
+func demoNodes(t *testing.T, c *devCluster) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := c.do(func(cs kubernetes.Interface) error {
+		pods, err := cs.CoreV1().Pods(devcluster.DemoNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + devcluster.DemoName})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				out[p.Spec.NodeName] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
