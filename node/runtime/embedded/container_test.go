@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cairn/internal/privtest"
 	"fmt"
 	"slices"
 	"strings"
@@ -201,7 +202,7 @@ func TestMemoryLimitOOMKillsTheContainer(t *testing.T) {
 	for file, want := range map[string]string{"cpu.cfs_quota_us": "50000", "cpu.shares": "512"} {
 		dir, ok := sp.Cgroups.V1["cpu"]
 		if !ok {
-			t.Skip("no cgroup v1 cpu controller")
+			privtest.Unavailable(t, "no cgroup v1 cpu controller")
 		}
 		got, err := readTrimmed(dir + "/" + file)
 		if err != nil || got != want {

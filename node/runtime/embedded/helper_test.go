@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cairn/internal/privtest"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +20,7 @@ import (
 func TestContainerRunsUnderTheSmallHelperBinary(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go toolchain to build cairn-shim with")
+		privtest.Unavailable(t, "no go toolchain to build cairn-shim with")
 	}
 	e := newTestEnv(t)
 	helper := filepath.Join(t.TempDir(), HelperName)
