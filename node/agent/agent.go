@@ -21,6 +21,9 @@ import (
 	"cairn/node/kubelet"
 	"cairn/node/kubelet/server"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 )
@@ -150,7 +153,11 @@ func Run(ctx context.Context, cfg Config) error {
 		defer wg.Done()
 		conn.balancer.Run(balancerCtx)
 	}()
-	stopProxy, err := startProxy(ctx, &cfg, client, log)
+	// The agent's metrics (Go runtime, process, Service proxy) are served
+	// on the kubelet API's /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	stopProxy, err := startProxy(ctx, &cfg, client, reg, log)
 	if err != nil {
 		return err
 	}
@@ -188,7 +195,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{TLS: serving, Logs: k, Logger: log.With("component", "kubelet-api")})
+	srv, err := server.New(server.Config{TLS: serving, Logs: k, Logger: log.With("component", "kubelet-api"),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"cairn/ebpf"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 )
@@ -27,7 +28,7 @@ const bpffsRoot = "/sys/fs/bpf"
 // startProxy starts the Service proxy the configuration asks for and
 // returns how to stop it. Without what eBPF needs it fails with the
 // reason, rather than leaving Services silently unreachable.
-func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, log *slog.Logger) (func(), error) {
+func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	switch cfg.Proxy {
 	case ProxyNone, "":
 		log.Info("Service proxy off (--proxy none): ClusterIPs are not forwarded on this node")
@@ -38,7 +39,7 @@ func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, l
 	}
 	pc := ebpf.ProxyConfig{
 		Client: client, NodeName: cfg.NodeName, CgroupPath: cfg.BPFCgroup, PinPath: cfg.BPFPinPath,
-		Logger: log.With("component", "proxy"),
+		Logger: log.With("component", "proxy"), Metrics: reg,
 	}
 	if err := mountBPFFS(pc.PinPath, log); err != nil {
 		return nil, err

@@ -51,6 +51,8 @@ type Config struct {
 	// MastersGroup when both are empty.
 	Users, Groups []string
 	Logger        *slog.Logger
+	// Metrics, if set, is served at /metrics to the same clients.
+	Metrics http.Handler
 }
 
 // Server serves the kubelet API.
@@ -92,6 +94,9 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprint(w, "ok")
 	})
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.authorized(http.HandlerFunc(s.containerLogs)))
+	if s.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", s.authorized(s.cfg.Metrics))
+	}
 	mux.Handle("/", s.authorized(http.NotFoundHandler()))
 	return mux
 }

@@ -61,7 +61,8 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ns_web_app.log"), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}})
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "cairn_test 1\n") })
+	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +104,8 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 		{name: "unknown pod", client: client(APIServerUser), path: "/containerLogs/ns/nope/app", wantCode: 404, wantBody: "pod not found\n"},
 		{name: "no previous", client: client(APIServerUser), path: "/containerLogs/ns/web/app?previous=true", wantCode: 400},
 		{name: "bad query", client: client(APIServerUser), path: "/containerLogs/ns/web/app?tailLines=x", wantCode: 400},
+		{name: "metrics for the API server", client: client(APIServerUser), path: "/metrics", wantCode: 200, wantBody: "cairn_test 1\n"},
+		{name: "metrics need a certificate", client: client(""), path: "/metrics", wantCode: 401},
 		{name: "unknown path", client: client(APIServerUser), path: "/exec/ns/web/app", wantCode: 404},
 		{name: "unknown path needs a certificate too", client: client(""), path: "/pods", wantCode: 401},
 	}
