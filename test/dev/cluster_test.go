@@ -39,6 +39,7 @@ type devCluster struct {
 	// servers the test killed.
 	clients []kubernetes.Interface
 	dead    map[string]bool
+	offset  int // the --port-offset it was started with
 }
 
 // devOptions say how startDev runs `cairn dev`.
@@ -50,6 +51,9 @@ type devOptions struct {
 	home string
 	// args are added to `cairn dev`'s.
 	args []string
+	// restart runs `cairn dev` again on this earlier cluster's state
+	// directory and ports, instead of a fresh one.
+	restart *devCluster
 }
 
 // startDev runs `cairn dev` on a fresh state directory in the background.
@@ -61,6 +65,9 @@ func startDev(t *testing.T, bin string, o devOptions) *devCluster {
 		// A state directory of the user's own.
 		c.dir = filepath.Join(o.home, "state")
 	}
+	if o.restart != nil {
+		c.dir = o.restart.dir
+	}
 	c.outPath = filepath.Join(t.TempDir(), "dev.out")
 	out, err := os.Create(c.outPath)
 	if err != nil {
@@ -68,6 +75,10 @@ func startDev(t *testing.T, bin string, o devOptions) *devCluster {
 	}
 	defer out.Close()
 	off := freePortOffset(t, o.nodes)
+	if o.restart != nil {
+		off = o.restart.offset
+	}
+	c.offset = off
 	args := append([]string{"dev", "--dir", c.dir, "--write-kubeconfig=", "--port-offset", strconv.Itoa(off)}, o.args...)
 	c.cmd = c.command(context.Background(), args...)
 	c.cmd.Stdout, c.cmd.Stderr = out, out

@@ -2,7 +2,11 @@ package dev
 
 import (
 	"context"
+	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,7 +73,32 @@ func TestDevWithoutRootStartsTheServersOnlyAndSaysWhy(t *testing.T) {
 		t.Errorf("cairn kubectl get namespace: %v: %s", err, ns)
 	}
 
+	// Data survives a restart of `cairn dev`, as a real cluster's does.
+	keep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept-across-restarts", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+	if err := c.do(func(cs kubernetes.Interface) error {
+		_, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(), keep, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.down(); err != nil {
+		t.Fatal(err)
+	}
+	o.restart = c
+	again := startDev(t, bin, o)
+	var got *corev1.ConfigMap
+	again.eventually(90*time.Second, "the ConfigMap after a restart of cairn dev", func() (bool, string) {
+		err := again.do(func(cs kubernetes.Interface) error {
+			var err error
+			got, err = cs.CoreV1().ConfigMaps("default").Get(context.Background(), keep.Name, metav1.GetOptions{})
+			return err
+		})
+		return err == nil, fmt.Sprint(err)
+	})
+	if got.Data["k"] != "v" {
+		t.Errorf("the ConfigMap came back as %v", got.Data)
+	}
+	if err := again.down(); err != nil {
 		t.Fatal(err)
 	}
 	for _, left := range leftovers(c.dir) {
