@@ -193,14 +193,8 @@ func sameConditions(a, b *corev1.Node) bool {
 }
 
 func (dc *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
-	if ref.Kind != kind.Kind {
-		return nil
-	}
-	ds, err := dc.dsLister.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
+	owner, _ := controllerref.Resolve(ref, kind.Kind, dc.dsLister.DaemonSets(namespace).Get)
+	return owner
 }
 
 func (dc *Controller) matching(pod *corev1.Pod) []*appsv1.DaemonSet {
@@ -208,15 +202,7 @@ func (dc *Controller) matching(pod *corev1.Pod) []*appsv1.DaemonSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.DaemonSet
-	for _, ds := range all {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, ds)
-	}
-	return out
+	return controllerref.Selecting(all, func(o *appsv1.DaemonSet) *metav1.LabelSelector { return o.Spec.Selector }, pod.Labels)
 }
 
 func (dc *Controller) addPod(obj any) {

@@ -122,14 +122,8 @@ func (dc *Controller) enqueueAfter(d *appsv1.Deployment, after time.Duration) {
 
 // resolve returns the Deployment ref names, if it is the one cached.
 func (dc *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != kind.Kind {
-		return nil
-	}
-	d, err := dc.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	owner, _ := controllerref.Resolve(ref, kind.Kind, dc.dLister.Deployments(namespace).Get)
+	return owner
 }
 
 // matching returns the Deployments whose selector matches an orphan
@@ -139,15 +133,7 @@ func (dc *Controller) matching(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
+	return controllerref.Selecting(all, func(o *appsv1.Deployment) *metav1.LabelSelector { return o.Spec.Selector }, rs.Labels)
 }
 
 func (dc *Controller) addReplicaSet(obj any) {

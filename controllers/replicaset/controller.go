@@ -128,14 +128,8 @@ func (rc *Controller) deleteReplicaSet(obj any) {
 
 // resolve returns the ReplicaSet ref names, if it is the one in the cache.
 func (rc *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != kind.Kind {
-		return nil
-	}
-	rs, err := rc.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	owner, _ := controllerref.Resolve(ref, kind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
+	return owner
 }
 
 // matching returns the ReplicaSets whose selectors match an orphan pod, so
@@ -145,15 +139,7 @@ func (rc *Controller) matching(pod *corev1.Pod) []*appsv1.ReplicaSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, rs)
-	}
-	return out
+	return controllerref.Selecting(all, func(o *appsv1.ReplicaSet) *metav1.LabelSelector { return o.Spec.Selector }, pod.Labels)
 }
 
 func (rc *Controller) addPod(obj any) {

@@ -114,14 +114,8 @@ func (sc *Controller) enqueueAfter(set *appsv1.StatefulSet, d time.Duration) {
 }
 
 func (sc *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.StatefulSet {
-	if ref.Kind != kind.Kind {
-		return nil
-	}
-	set, err := sc.setLister.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
-	return set
+	owner, _ := controllerref.Resolve(ref, kind.Kind, sc.setLister.StatefulSets(namespace).Get)
+	return owner
 }
 
 // matching returns the sets that may adopt an orphan pod.
@@ -131,12 +125,10 @@ func (sc *Controller) matching(pod *corev1.Pod) []*appsv1.StatefulSet {
 		return nil
 	}
 	var out []*appsv1.StatefulSet
-	for _, set := range all {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) || !isMemberOf(set, pod) {
-			continue
+	for _, o := range controllerref.Selecting(all, func(o *appsv1.StatefulSet) *metav1.LabelSelector { return o.Spec.Selector }, pod.Labels) {
+		if isMemberOf(o, pod) {
+			out = append(out, o)
 		}
-		out = append(out, set)
 	}
 	return out
 }
