@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -241,4 +245,46 @@ func TestMarkDeadTaintsAtOnce(t *testing.T) {
 	clustertest.Eventually(t, 5*time.Second, "a node reported dead is tainted without waiting for its grace period", func() (bool, error) {
 		return nodeTainted(ctx, client, "b", unreachableTaint())
 	})
+}
+
+// The monitor pass writes a node's Unknown status and queues it at once;
+// the taint pass may run before the informer shows that write. It must
+// taint from a fresh read, not drop the node as healthy.
+func TestTaintPassDecidesOnAFreshRead(t *testing.T) {
+	c := testcluster.New(t, 3)
+	client := c.Client(0)
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+	}}}
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = node.Status
+	stale, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := stale.DeepCopy()
+	silent.Status.Conditions[0].Status = corev1.ConditionUnknown
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, silent, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(stale); err != nil { // the informer lags behind
+		t.Fatal(err)
+	}
+	ctl := &Controller{client: client, nodes: corelisters.NewNodeLister(indexer), clock: clock.RealClock{},
+		log: slog.New(slog.DiscardHandler), zones: map[string]*zone{}}
+	z := newZone()
+	z.setRate(10, ctl.clock)
+	z.add("n")
+	ctl.zones[zoneKey(stale)] = z
+	ctl.taintPass(ctx)
+
+	if ok, err := nodeTainted(ctx, client, "n", unreachableTaint()); !ok {
+		t.Fatalf("the node was not tainted: %v", err)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"cairn/controllers/internal/clusterutil"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -62,32 +60,17 @@ func (c *Controller) taintLoop(ctx context.Context) {
 	}
 }
 
-// taintPass taints the queued nodes each zone's rate allows.
+// taintPass taints the queued nodes each zone's rate allows. The queue
+// is filtered with the informer's copy of each node, but the taint is
+// decided on a fresh read: the informer may not yet show the Unknown
+// status the monitor pass has just written.
 func (c *Controller) taintPass(ctx context.Context) {
-	type job struct {
-		node      string
-		want, old corev1.Taint
-	}
-	var jobs []job
+	var due []string
 	c.mu.Lock()
 	for _, z := range c.zones {
 		for len(z.queue) > 0 && z.limiter != nil {
 			name := z.queue[0]
-			node, err := c.nodes.Get(name)
-			var want, old corev1.Taint
-			needed := false
-			if err == nil {
-				if cond := clusterutil.NodeCondition(node, corev1.NodeReady); cond != nil {
-					switch cond.Status {
-					case corev1.ConditionFalse:
-						want, old, needed = notReadyTaint(), unreachableTaint(), true
-					case corev1.ConditionUnknown:
-						want, old, needed = unreachableTaint(), notReadyTaint(), true
-					}
-				}
-				needed = needed && !hasTaint(node.Spec.Taints, want)
-			}
-			if !needed {
+			if node, err := c.nodes.Get(name); err != nil || hasNoExecuteFor(node) {
 				z.queue = z.queue[1:]
 				continue
 			}
@@ -95,15 +78,33 @@ func (c *Controller) taintPass(ctx context.Context) {
 				break
 			}
 			z.queue = z.queue[1:]
-			jobs = append(jobs, job{name, want, old})
+			due = append(due, name)
 		}
 	}
 	c.mu.Unlock()
-	for _, j := range jobs {
-		if _, err := c.swapTaints(ctx, j.node, []corev1.Taint{j.want}, []corev1.Taint{j.old}); err != nil {
-			c.log.Warn("tainting an unhealthy node", "node", j.node, "err", err)
+	for _, name := range due {
+		var taint corev1.Taint
+		wrote, err := c.editTaints(ctx, name, func(n *corev1.Node) (add, remove []corev1.Taint) {
+			want, old, ok := noExecuteFor(n)
+			if !ok {
+				return nil, nil
+			}
+			taint = want
+			return []corev1.Taint{want}, []corev1.Taint{old}
+		})
+		if err != nil {
+			c.log.Warn("tainting an unhealthy node", "node", name, "err", err)
 			continue
 		}
-		c.log.Info("node tainted", "node", j.node, "taint", j.want.Key)
+		if wrote {
+			c.log.Info("node tainted", "node", name, "taint", taint.Key)
+		}
 	}
+}
+
+// hasNoExecuteFor reports whether node already carries the NoExecute
+// taint its Ready condition calls for.
+func hasNoExecuteFor(node *corev1.Node) bool {
+	want, _, ok := noExecuteFor(node)
+	return ok && hasTaint(node.Spec.Taints, want)
 }

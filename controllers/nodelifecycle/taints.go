@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"cairn/controllers/internal/clusterutil"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,12 +116,20 @@ func withTaints(taints, add, remove []corev1.Taint, now metav1.Time) ([]corev1.T
 // swapTaints adds and removes taints on the node named name, reading it
 // afresh and retrying on conflict, and reports whether it wrote.
 func (c *Controller) swapTaints(ctx context.Context, name string, add, remove []corev1.Taint) (bool, error) {
+	return c.editTaints(ctx, name, func(*corev1.Node) ([]corev1.Taint, []corev1.Taint) { return add, remove })
+}
+
+// editTaints reads the node named name afresh, asks change which taints
+// to add and remove given that copy, and writes the result, retrying on
+// conflict. It reports whether it wrote.
+func (c *Controller) editTaints(ctx context.Context, name string, change func(*corev1.Node) (add, remove []corev1.Taint)) (bool, error) {
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		node, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		add, remove := change(node)
 		taints, changed := withTaints(node.Spec.Taints, add, remove, metav1.NewTime(c.clock.Now()))
 		if !changed || equality.Semantic.DeepEqual(taints, node.Spec.Taints) {
 			return nil
@@ -133,4 +143,20 @@ func (c *Controller) swapTaints(ctx context.Context, name string, add, remove []
 		return false, fmt.Errorf("nodelifecycle: updating the taints of node %s: %w", name, err)
 	}
 	return wrote, nil
+}
+
+// noExecuteFor returns the NoExecute taint node's Ready condition calls
+// for and the one it replaces; ok is false for a ready (or never
+// reported) node, which needs neither.
+func noExecuteFor(node *corev1.Node) (want, old corev1.Taint, ok bool) {
+	cond := clusterutil.NodeCondition(node, corev1.NodeReady)
+	switch {
+	case cond == nil:
+		return want, old, false
+	case cond.Status == corev1.ConditionFalse:
+		return notReadyTaint(), unreachableTaint(), true
+	case cond.Status == corev1.ConditionUnknown:
+		return unreachableTaint(), notReadyTaint(), true
+	}
+	return want, old, false
 }
