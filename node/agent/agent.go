@@ -153,10 +153,11 @@ func Run(ctx context.Context, cfg Config) error {
 		defer wg.Done()
 		conn.balancer.Run(balancerCtx)
 	}()
-	// The agent's metrics (Go runtime, process, Service proxy) are served
-	// on the kubelet API's /metrics.
+	// The agent's metrics (Go runtime, process, API servers, Service
+	// proxy) are served on the kubelet API's /metrics.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		balancerCollector{conn.balancer})
 	stopProxy, err := startProxy(ctx, &cfg, client, reg, log)
 	if err != nil {
 		return err

@@ -52,9 +52,16 @@ type testNode struct {
 
 const podCIDR = "10.98.1.0/24"
 
-// newTestNode starts a control plane and an agent on the embedded
-// runtime, in a network namespace of its own.
+// newTestNode starts a one-replica control plane and an agent on the
+// embedded runtime, in a network namespace of its own.
 func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	return newEmbeddedNode(t, 1)
+}
+
+// newEmbeddedNode is newTestNode with a control plane of replicas
+// replicas; the agent is given every API server.
+func newEmbeddedNode(t *testing.T, replicas int) *testNode {
 	t.Helper()
 	privtest.Require(t, privtest.CapSysAdmin, privtest.CapNetAdmin)
 	dir := t.TempDir()
@@ -73,7 +80,7 @@ func newTestNode(t *testing.T) *testNode {
 			t.Fatal(err)
 		}
 	}
-	return startTestNode(t, agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns})
+	return startTestNode(t, agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns}, replicas)
 }
 
 // newContainerdNode starts a control plane and an agent on a private
@@ -86,15 +93,15 @@ func newContainerdNode(t *testing.T) *testNode {
 		ctrd.Import(tarPath)
 	}
 	return startTestNode(t, agent.Config{Runtime: agent.RuntimeCRI, CRISocket: ctrd.Socket, CNIConfDir: ctrd.CNIConfDir,
-		NetNS: ctrd.NetNS, CgroupRoot: ctrd.CgroupParent, DataDir: filepath.Join(t.TempDir(), "agent")})
+		NetNS: ctrd.NetNS, CgroupRoot: ctrd.CgroupParent, DataDir: filepath.Join(t.TempDir(), "agent")}, 1)
 }
 
 // startTestNode completes base (runtime, data dir, network namespace)
-// into an agent configuration, starts a one-replica control plane and
-// the agent, and gives the node its podCIDR.
-func startTestNode(t *testing.T, base agent.Config) *testNode {
+// into an agent configuration, starts a control plane of replicas
+// replicas and the agent, and gives the node its podCIDR.
+func startTestNode(t *testing.T, base agent.Config, replicas int) *testNode {
 	t.Helper()
-	c := testcluster.New(t, 1)
+	c := testcluster.New(t, replicas)
 	c.EnableKubeletClient()
 	n := &testNode{t: t, cluster: c, client: c.Client(0), netns: base.NetNS}
 	ctx := context.Background()
@@ -112,7 +119,10 @@ func startTestNode(t *testing.T, base agent.Config) *testNode {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	n.cfg = base
-	n.cfg.Servers, n.cfg.PKIDir = []string{c.URL(0)}, filepath.Join(c.Dir(), "pki")
+	for i := range replicas {
+		n.cfg.Servers = append(n.cfg.Servers, c.URL(i))
+	}
+	n.cfg.PKIDir = filepath.Join(c.Dir(), "pki")
 	n.cfg.NodeName, n.cfg.NodeIP = "n-"+suffix, []byte{127, 0, 0, 1}
 	n.cfg.KubeletAddress, n.cfg.KubeletPort = "127.0.0.1", kport
 	n.cfg.ClusterCIDR, n.cfg.Logger = "10.98.0.0/16", log
