@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Runtime names.
@@ -144,6 +145,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	eventRest := rest.CopyConfig(conn.rest)
+	eventRest.QPS, eventRest.Burst = eventQPS, eventBurst
+	eventClient, err := kubernetes.NewForConfig(eventRest)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	balancerCtx, stopBalancer := context.WithCancel(ctx)
@@ -185,7 +192,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopGossip()
 
 	kc := cfg.Kubelet
-	kc.NodeName, kc.Client, kc.Runtime, kc.NodeIP = cfg.NodeName, client, node.runtime, nodeIP
+	kc.NodeName, kc.Client, kc.EventClient, kc.Runtime, kc.NodeIP = cfg.NodeName, client, eventClient, node.runtime, nodeIP
 	kc.RootDir = filepath.Join(cfg.DataDir, "kubelet")
 	kc.PodLogsDir = filepath.Join(cfg.DataDir, "pod-logs")
 	kc.KubeletPort = cfg.KubeletPort

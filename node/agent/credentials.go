@@ -55,10 +55,15 @@ func nodeBootstrap(cfg *Config, fallback string) bootstrap.NodeConfig {
 const bootstrapTimeout = time.Minute
 
 // Rate limits of the agent's API client: a kubelet's pod workers, status
-// updates and informers share them.
+// updates and informers share them. Events go through a client of their
+// own with the same limits, as the kubelet's eventRecordQPS: three
+// events per started container would otherwise take most of the burst
+// a node starting many pods needs for their status.
 const (
 	clientQPS   = 50
 	clientBurst = 100
+	eventQPS    = 50
+	eventBurst  = 100
 )
 
 // apiConn is the agent's connection to the API: a client configuration

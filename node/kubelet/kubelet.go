@@ -63,7 +63,11 @@ type Config struct {
 	// NodeName names the Node this kubelet registers and runs pods for.
 	NodeName string
 	Client   kubernetes.Interface
-	Runtime  runtime.Runtime
+	// EventClient sends the kubelet's events; with a rate limit of its
+	// own, a burst of pod starts' events does not hold up their status
+	// writes. Client when nil.
+	EventClient kubernetes.Interface
+	Runtime     runtime.Runtime
 	// RootDir holds per-pod directories (volumes, termination messages).
 	RootDir string
 	// PodLogsDir holds the containers' log files, one directory per pod.
@@ -261,7 +265,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.runtimeName, k.runtimeVersion = v.RuntimeName, v.RuntimeVersion
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	defer broadcaster.Shutdown()
-	k.recorder = newRecorder(broadcaster, k.client, k.cfg.NodeName)
+	events := k.cfg.EventClient
+	if events == nil {
+		events = k.client
+	}
+	k.recorder = newRecorder(broadcaster, events, k.cfg.NodeName)
 	k.probes = prober.NewManager(ctx, prober.Config{
 		Runner:    k.runner,
 		OnChange:  k.workers.kick,

@@ -262,45 +262,69 @@ func vethName(prefix, sandboxID string) string {
 // default route through the bridge, and returns the address. Attaching
 // an attached sandbox returns its address again.
 func (n *Network) Attach(sandboxID, netnsPath string) (netip.Addr, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.podCIDR.IsValid() {
-		return netip.Addr{}, errors.New("network: the node has no pod CIDR yet")
-	}
-	if n.h == nil {
-		return netip.Addr{}, errors.New("network: closed")
-	}
-	addr, err := n.ipam.allocate(n.podCIDR, sandboxID)
+	addr, host, err := n.lockedAttach(sandboxID, netnsPath)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	if err := n.attach(sandboxID, netnsPath, addr); err != nil {
-		n.unsafeDetach(sandboxID)
-		return netip.Addr{}, err
+	if host != "" {
+		// Waiting for the carrier takes tens of milliseconds: with its
+		// own handle, outside the lock, a burst of pods starting on the
+		// node waits for their veths in parallel.
+		h, err := handleAt(n.cfg.NetNS)
+		if err == nil {
+			err = waitOperUp(h, host)
+			h.Close()
+		}
+		if err != nil {
+			n.Detach(sandboxID)
+			return netip.Addr{}, err
+		}
 	}
 	n.log.Debug("attached sandbox", "sandbox", sandboxID, "ip", addr)
 	return addr, nil
 }
 
-func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) error {
+// lockedAttach allocates the sandbox's address and makes its veth; host
+// is the node side's name, to wait for, or "" if it was attached before.
+func (n *Network) lockedAttach(sandboxID, netnsPath string) (addr netip.Addr, host string, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.podCIDR.IsValid() {
+		return netip.Addr{}, "", errors.New("network: the node has no pod CIDR yet")
+	}
+	if n.h == nil {
+		return netip.Addr{}, "", errors.New("network: closed")
+	}
+	addr, err = n.ipam.allocate(n.podCIDR, sandboxID)
+	if err != nil {
+		return netip.Addr{}, "", err
+	}
+	if host, err = n.attach(sandboxID, netnsPath, addr); err != nil {
+		n.unsafeDetach(sandboxID)
+		return netip.Addr{}, "", err
+	}
+	return addr, host, nil
+}
+
+func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host string, err error) {
 	br, err := n.h.LinkByName(n.cfg.Bridge)
 	if err != nil {
-		return fmt.Errorf("network: bridge %s: %w", n.cfg.Bridge, err)
+		return "", fmt.Errorf("network: bridge %s: %w", n.cfg.Bridge, err)
 	}
 	podNS, err := netns.GetFromPath(netnsPath)
 	if err != nil {
-		return fmt.Errorf("network: opening netns %s: %w", netnsPath, err)
+		return "", fmt.Errorf("network: opening netns %s: %w", netnsPath, err)
 	}
 	defer podNS.Close()
 	pod, err := netlink.NewHandleAt(podNS)
 	if err != nil {
-		return fmt.Errorf("network: netlink in %s: %w", netnsPath, err)
+		return "", fmt.Errorf("network: netlink in %s: %w", netnsPath, err)
 	}
 	defer pod.Close()
 	if _, err := pod.LinkByName("eth0"); err == nil {
-		return nil // attached before a restart, or by an earlier call
+		return "", nil // attached before a restart, or by an earlier call
 	}
-	host := vethName(vethPrefix, sandboxID)
+	host = vethName(vethPrefix, sandboxID)
 	if old, err := n.h.LinkByName(host); err == nil {
 		n.h.LinkDel(old) // half made by a failed attempt
 	}
@@ -309,27 +333,27 @@ func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) error {
 	peer := vethName("cp", sandboxID)
 	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: peer, PeerNamespace: netlink.NsFd(int(podNS))}
 	if err := n.h.LinkAdd(veth); err != nil {
-		return fmt.Errorf("network: creating veth %s: %w", host, err)
+		return "", fmt.Errorf("network: creating veth %s: %w", host, err)
 	}
 	hostLink, err := n.h.LinkByName(host)
 	if err != nil {
-		return fmt.Errorf("network: %w", err)
+		return "", fmt.Errorf("network: %w", err)
 	}
 	if err := n.h.LinkSetMaster(hostLink, br); err != nil {
-		return fmt.Errorf("network: attaching %s to %s: %w", host, n.cfg.Bridge, err)
+		return "", fmt.Errorf("network: attaching %s to %s: %w", host, n.cfg.Bridge, err)
 	}
 	// Hairpin lets a pod reach itself through a Service address that
 	// the proxy resolves to the pod's own IP.
 	if err := n.h.LinkSetHairpin(hostLink, true); err != nil {
-		return fmt.Errorf("network: hairpin on %s: %w", host, err)
+		return "", fmt.Errorf("network: hairpin on %s: %w", host, err)
 	}
 	if err := n.h.LinkSetUp(hostLink); err != nil {
-		return fmt.Errorf("network: %w", err)
+		return "", fmt.Errorf("network: %w", err)
 	}
 	if err := configurePod(pod, peer, netip.PrefixFrom(addr, n.podCIDR.Bits()), gateway(n.podCIDR)); err != nil {
-		return err
+		return "", err
 	}
-	return waitOperUp(n.h, host)
+	return host, nil
 }
 
 // linkUpTimeout bounds the wait for a new veth to come up.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -370,4 +371,43 @@ func iptablesSave(t *testing.T, ns string) string {
 		t.Fatalf("iptables-save: %v: %s", err, out)
 	}
 	return string(out)
+}
+
+// A burst of pods attaches at once: each gets its own address and a
+// working link as soon as Attach returns.
+func TestConcurrentAttachesGetDistinctWorkingAddresses(t *testing.T) {
+	node := newTestNode(t, "burst", "10.98.4.0/24")
+	server, serverIP := node.pod(t, "server")
+	target := echoServer(t, server, serverIP)
+	const pods = 16
+	type result struct {
+		ns   string
+		addr netip.Addr
+		err  error
+	}
+	results := make([]result, pods)
+	var wg sync.WaitGroup
+	for i := range pods {
+		ns := testNS(t, filepath.Join(t.TempDir(), fmt.Sprintf("p%d", i)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := node.net.Attach(fmt.Sprintf("burst-%d", i), ns)
+			results[i] = result{ns, addr, err}
+		}()
+	}
+	wg.Wait()
+	seen := map[netip.Addr]bool{serverIP: true}
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("attach %d: %v", i, r.err)
+		}
+		if seen[r.addr] {
+			t.Fatalf("address %s handed out twice", r.addr)
+		}
+		seen[r.addr] = true
+		if got, err := dialFrom(r.ns, target); err != nil || got != r.addr.String() {
+			t.Errorf("pod %d (%s) reaching the server: saw %q, %v", i, r.addr, got, err)
+		}
+	}
 }

@@ -204,10 +204,10 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.SandboxID {
 			continue
 		}
-		cfg := c.config()
-		if !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
+		if !matchLabels(c.labels.get(func() map[string]string { return c.config().GetLabels() }), f.GetLabelSelector()) {
 			continue
 		}
+		cfg := c.config()
 		st, started := r.currentState(c)
 		state := containerState(st, started)
 		if f.GetState() != nil && f.GetState().GetState() != state {

@@ -268,16 +268,16 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSan
 	defer r.mu.Unlock()
 	var out []*runtimeapi.PodSandbox
 	for _, sb := range r.sandboxes {
-		cfg := sb.config()
 		if f.GetId() != "" && f.GetId() != sb.ID {
 			continue
 		}
 		if f.GetState() != nil && f.GetState().GetState() != sandboxState(sb) {
 			continue
 		}
-		if !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
+		if !matchLabels(sb.labels.get(func() map[string]string { return sb.config().GetLabels() }), f.GetLabelSelector()) {
 			continue
 		}
+		cfg := sb.config()
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: sb.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sb), CreatedAt: sb.CreatedAt,
 			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), RuntimeHandler: sb.RuntimeHandler,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 )
 
 // sandboxRecord is a sandbox as stored in sandbox.json.
@@ -21,6 +22,8 @@ type sandboxRecord struct {
 	Ready          bool   `json:"ready"`
 	Hostname       string `json:"hostname"`
 	RuntimeHandler string `json:"runtimeHandler,omitempty"`
+
+	labels labelCache
 }
 
 // containerRecord is a container as stored in container.json.
@@ -36,6 +39,25 @@ type containerRecord struct {
 	ImageID  string `json:"imageId"`
 	ImageRef string `json:"imageRef"`
 	LogPath  string `json:"logPath,omitempty"`
+
+	labels labelCache
+}
+
+// labelCache holds a record's labels, decoded from its Config once: the
+// kubelet lists a pod's sandboxes and containers by label on every sync,
+// and decoding every record's whole config each time made a node's
+// syncs quadratic in its pods.
+type labelCache struct{ p atomic.Pointer[map[string]string] }
+
+// get returns the cached labels, decoding them with decode the first
+// time. The map is shared: callers must not change it.
+func (l *labelCache) get(decode func() map[string]string) map[string]string {
+	if m := l.p.Load(); m != nil {
+		return *m
+	}
+	m := decode()
+	l.p.Store(&m)
+	return m
 }
 
 // spec is everything the shim, the init and the exec helper need to
