@@ -47,7 +47,9 @@ type containerRecord struct {
 // kubelet lists a pod's sandboxes and containers by label on every sync,
 // and decoding every record's whole config each time made a node's
 // syncs quadratic in its pods.
-type labelCache struct{ p atomic.Pointer[map[string]string] }
+type labelCache struct {
+	p atomic.Pointer[map[string]string]
+}
 
 // get returns the cached labels, decoding them with decode the first
 // time. The map is shared: callers must not change it.
