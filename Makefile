@@ -15,9 +15,11 @@ TEST_FLAGS ?= -timeout 25m
 
 all: build
 
+# cairn-shim is static: it starts for every container (shim, init) and as
+# the demo image's program, without a dynamic loader's start-up.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cairn
-	$(GO) build -o $(dir $(BIN))cairn-shim ./cmd/cairn-shim
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-shim ./cmd/cairn-shim
 
 vet:
 	$(GO) vet ./...
@@ -43,6 +45,9 @@ bench: build
 	$(GO) run ./test/schedbench -workload spread-affinity $(SCHEDBENCH_FLAGS)
 	@if [ "$$(id -u)" = 0 ]; then $(GO) run ./test/proxybench $(PROXYBENCH_FLAGS); \
 	else echo "proxybench skipped: it needs root (eBPF, network namespaces, iptables)"; fi
+	@if [ "$$(id -u)" = 0 ]; then $(GO) run ./test/podbench $(PODBENCH_FLAGS) && \
+	CAIRN_BIN=$(CURDIR)/$(BIN) $(GO) test ./node/agent -run '^$$' -bench PodStartup -benchtime 1x; \
+	else echo "pod startup benchmarks skipped: they need root (network namespaces, cgroups, containerd)"; fi
 
 clean:
 	rm -rf bin .run

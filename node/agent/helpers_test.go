@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 // testNode is a real control plane and one agent, in a network
 // namespace of its own, with the test images imported.
 type testNode struct {
-	t       *testing.T
+	t       testing.TB
 	cluster *testcluster.Cluster
 	client  kubernetes.Interface
 	cfg     agent.Config
@@ -54,14 +54,21 @@ const podCIDR = "10.98.1.0/24"
 
 // newTestNode starts a one-replica control plane and an agent on the
 // embedded runtime, in a network namespace of its own.
-func newTestNode(t *testing.T) *testNode {
+func newTestNode(t testing.TB) *testNode {
 	t.Helper()
 	return newEmbeddedNode(t, 1)
 }
 
 // newEmbeddedNode is newTestNode with a control plane of replicas
 // replicas; the agent is given every API server.
-func newEmbeddedNode(t *testing.T, replicas int) *testNode {
+func newEmbeddedNode(t testing.TB, replicas int) *testNode {
+	t.Helper()
+	return startTestNode(t, embeddedConfig(t), replicas)
+}
+
+// embeddedConfig prepares an agent on the embedded runtime: a network
+// namespace and a data directory with the test images imported.
+func embeddedConfig(t testing.TB) agent.Config {
 	t.Helper()
 	privtest.Require(t, privtest.CapSysAdmin, privtest.CapNetAdmin)
 	dir := t.TempDir()
@@ -80,29 +87,44 @@ func newEmbeddedNode(t *testing.T, replicas int) *testNode {
 			t.Fatal(err)
 		}
 	}
-	return startTestNode(t, agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns}, replicas)
+	return agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns}
 }
 
-// newContainerdNode starts a control plane and an agent on a private
-// containerd, through CRI.
-func newContainerdNode(t *testing.T) *testNode {
+// containerdConfig prepares an agent on a private containerd, through
+// CRI, with the test images imported.
+func containerdConfig(t testing.TB) agent.Config {
 	t.Helper()
 	ctrd := critest.Start(t)
 	for _, build := range []func(testing.TB) (string, string){testimage.Busybox, testimage.HTTPServer} {
 		tarPath, _ := build(t)
 		ctrd.Import(tarPath)
 	}
-	return startTestNode(t, agent.Config{Runtime: agent.RuntimeCRI, CRISocket: ctrd.Socket, CNIConfDir: ctrd.CNIConfDir,
-		NetNS: ctrd.NetNS, CgroupRoot: ctrd.CgroupParent, DataDir: filepath.Join(t.TempDir(), "agent")}, 1)
+	return agent.Config{Runtime: agent.RuntimeCRI, CRISocket: ctrd.Socket, CNIConfDir: ctrd.CNIConfDir,
+		NetNS: ctrd.NetNS, CgroupRoot: ctrd.CgroupParent, DataDir: filepath.Join(t.TempDir(), "agent")}
+}
+
+// newContainerdNode starts a control plane and an agent on a private
+// containerd, through CRI.
+func newContainerdNode(t testing.TB) *testNode {
+	t.Helper()
+	return startTestNode(t, containerdConfig(t), 1)
 }
 
 // startTestNode completes base (runtime, data dir, network namespace)
 // into an agent configuration, starts a control plane of replicas
 // replicas and the agent, and gives the node its podCIDR.
-func startTestNode(t *testing.T, base agent.Config, replicas int) *testNode {
+func startTestNode(t testing.TB, base agent.Config, replicas int) *testNode {
 	t.Helper()
 	c := testcluster.New(t, replicas)
 	c.EnableKubeletClient()
+	return startTestNodeOn(t, c, base, podCIDR)
+}
+
+// startTestNodeOn starts an agent of base on the running cluster c, and
+// gives its node the pod range cidr.
+func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, cidr string) *testNode {
+	t.Helper()
+	replicas := c.Size()
 	n := &testNode{t: t, cluster: c, client: c.Client(0), netns: base.NetNS}
 	ctx := context.Background()
 	ports, err := testport.Free(1)
@@ -145,7 +167,7 @@ func startTestNode(t *testing.T, base agent.Config, replicas int) *testNode {
 		t.Fatal(err)
 	}
 	// The nodeipam controller's part: give the node its podCIDR.
-	node.Spec.PodCIDR, node.Spec.PodCIDRs = podCIDR, []string{podCIDR}
+	node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
 	if _, err := n.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +192,7 @@ func (n *testNode) start() {
 }
 
 // halt stops the agent; its pods keep running.
-func (n *testNode) halt(t *testing.T) {
+func (n *testNode) halt(t testing.TB) {
 	t.Helper()
 	n.stop()
 	select {
@@ -271,7 +293,7 @@ func removeCgroup(rel string) {
 	}
 }
 
-func (n *testNode) waitNode(t *testing.T, cond func(*corev1.Node) bool) *corev1.Node {
+func (n *testNode) waitNode(t testing.TB, cond func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
 	var last *corev1.Node
 	eventually(t, 30*time.Second, "node "+n.cfg.NodeName, func() bool {
@@ -302,7 +324,7 @@ func (n *testNode) pod(name string, containers ...corev1.Container) *corev1.Pod 
 	}
 }
 
-func (n *testNode) create(t *testing.T, p *corev1.Pod) *corev1.Pod {
+func (n *testNode) create(t testing.TB, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	out, err := n.client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
@@ -312,7 +334,7 @@ func (n *testNode) create(t *testing.T, p *corev1.Pod) *corev1.Pod {
 }
 
 // waitPod waits for the pod to meet cond and returns it.
-func (n *testNode) waitPod(t *testing.T, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+func (n *testNode) waitPod(t testing.TB, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
 	eventually(t, timeout, "pod "+name+" "+what, func() bool {
@@ -331,7 +353,7 @@ func (n *testNode) waitPod(t *testing.T, name string, timeout time.Duration, wha
 	return last
 }
 
-func (n *testNode) waitGone(t *testing.T, name string, timeout time.Duration) {
+func (n *testNode) waitGone(t testing.TB, name string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "pod "+name+" deleted", func() bool {
 		_, err := n.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -339,7 +361,7 @@ func (n *testNode) waitGone(t *testing.T, name string, timeout time.Duration) {
 	}, func() any { return nil })
 }
 
-func (n *testNode) delete(t *testing.T, name string, grace int64) {
+func (n *testNode) delete(t testing.TB, name string, grace int64) {
 	t.Helper()
 	err := n.client.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -368,7 +390,7 @@ func podReady(p *corev1.Pod) bool {
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool, last func() any) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool, last func() any) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

@@ -25,6 +25,7 @@ func TestContainerRunsUnderTheSmallHelperBinary(t *testing.T) {
 	e := newTestEnv(t)
 	helper := filepath.Join(t.TempDir(), HelperName)
 	build := exec.Command(gobin, "build", "-o", helper, "cairn/cmd/cairn-shim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cairn-shim: %v\n%s", err, out)
 	}
