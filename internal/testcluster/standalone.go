@@ -15,7 +15,7 @@ import (
 //
 // The Cluster's methods report failures as a test would, through a
 // stand-in for testing.TB: after Start they panic with the message.
-func Start(dir string, n int) (c *Cluster, stop func(), err error) {
+func Start(dir string, n int, opts Options) (c *Cluster, stop func(), err error) {
 	tb := &standaloneTB{dir: dir}
 	if dir == "" {
 		if tb.dir, err = os.MkdirTemp("", "cairn-cluster-"); err != nil {
@@ -35,7 +35,7 @@ func Start(dir string, n int) (c *Cluster, stop func(), err error) {
 		tb.stop()
 		c, stop, err = nil, nil, fmt.Errorf("testcluster: %s", string(f))
 	}()
-	c = New(tb, n)
+	c = NewWithOptions(tb, n, opts)
 	return c, tb.stop, nil
 }
 

@@ -36,6 +36,7 @@ import (
 // Cluster is a running in-process control plane.
 type Cluster struct {
 	t      testing.TB
+	opts   Options
 	dir    string
 	ca     *pki.CA
 	peers  []raftstore.Peer
@@ -61,7 +62,20 @@ func Logger() *slog.Logger {
 // visible, so objects can be created at once.
 func New(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), closed: make([]bool, n)}
+	return NewWithOptions(t, n, Options{})
+}
+
+// Options configure a cluster beyond its size.
+type Options struct {
+	// LogStore is the replicas' Raft log store, as --raft-log-store:
+	// "boltdb" (the default) or "wal".
+	LogStore string
+}
+
+// NewWithOptions is New with opts.
+func NewWithOptions(t testing.TB, n int, opts Options) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), closed: make([]bool, n)}
 	pkiDir := filepath.Join(c.dir, "pki")
 	if err := pki.Init(pkiDir); err != nil {
 		t.Fatal(err)
@@ -121,7 +135,7 @@ func (c *Cluster) startStore(i int, storeAddr string) (*raftstore.Server, error)
 	}
 	return raftstore.New(raftstore.Config{
 		Name: name, DataDir: filepath.Join(c.dir, name), PeerListen: c.peers[i].Address,
-		StoreListen: storeAddr, InitialCluster: c.peers,
+		StoreListen: storeAddr, InitialCluster: c.peers, LogStore: c.opts.LogStore,
 		TLS:              &raftstore.TLSConfig{Store: store, PeerServer: ps, PeerClient: pc},
 		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
 		LeaderLeaseTimeout: 150 * time.Millisecond, RequestTimeout: 5 * time.Second,

@@ -101,7 +101,6 @@ func readLease(t *testing.T, clients map[string]kubernetes.Interface, skip strin
 	return nil
 }
 
-
 // waitFile waits up to 30s for a file a server writes on start.
 func waitFile(t *testing.T, path string) {
 	t.Helper()

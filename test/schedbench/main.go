@@ -28,7 +28,7 @@ type options struct {
 	nodes, pods, clients int
 	workload             string
 	preload              bool
-	dir                  string
+	dir, logStore        string
 	timeout              time.Duration
 	verbose              bool
 	cpuProfile           string
@@ -41,6 +41,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 32, "concurrent API clients creating nodes and pods")
 	flag.StringVar(&o.workload, "workload", "basic", "basic (requests only) or spread-affinity (zone spreading and preferred anti-affinity)")
 	flag.BoolVar(&o.preload, "preload", false, "create every pod before starting the scheduler")
+	flag.StringVar(&o.logStore, "raft-log-store", "boltdb", "the replicas' Raft log store, as cairn server --raft-log-store: boltdb or wal")
 	flag.StringVar(&o.dir, "dir", "", "data directory of the cluster (default: a temporary one; /dev/shm keeps fsyncs out)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.BoolVar(&o.verbose, "v", false, "log the scheduler's and the cluster's messages")

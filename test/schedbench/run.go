@@ -25,8 +25,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		// The cluster logs through testcluster.Logger.
 		os.Setenv("CAIRN_TEST_LOG", "1")
 	}
-	fmt.Fprintf(out, "starting a 3-replica cluster...\n")
-	c, stop, err := testcluster.Start(o.dir, 3)
+	fmt.Fprintf(out, "starting a 3-replica cluster (raft log store %s)...\n", o.logStore)
+	c, stop, err := testcluster.Start(o.dir, 3, testcluster.Options{LogStore: o.logStore})
 	if err != nil {
 		return err
 	}
