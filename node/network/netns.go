@@ -23,24 +23,19 @@ func NewNetNS(path string) error {
 		return fmt.Errorf("network: creating netns %s: %w", path, err)
 	}
 	f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		// The thread that unshares is never unlocked, so Go discards it
-		// when this goroutine ends instead of reusing it in the new
-		// namespace.
-		runtime.LockOSThread()
+	err = onThreadIn(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("network: unshare: %w", err)
-			return
+			return fmt.Errorf("network: unshare: %w", err)
 		}
+		return nil
+	}, func() error {
 		self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
 		if err := unix.Mount(self, path, "", unix.MS_BIND, ""); err != nil {
-			errc <- fmt.Errorf("network: bind mounting netns on %s: %w", path, err)
-			return
+			return fmt.Errorf("network: bind mounting netns on %s: %w", path, err)
 		}
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
+		return nil
+	})
+	if err != nil {
 		os.Remove(path)
 		return err
 	}
@@ -73,27 +68,49 @@ func IsNetNS(path string) bool {
 // InNetNS runs fn on an OS thread switched into the network namespace at
 // path; with an empty path it runs fn in the caller's namespace. Sockets
 // fn opens stay in that namespace, and processes it starts are born in
-// it. The thread is discarded afterwards, so no other goroutine ever
-// runs in the namespace by mistake.
+// it. No other goroutine runs on the thread until it is back in its own
+// namespace.
 func InNetNS(path string, fn func() error) error {
 	if path == "" {
 		return fn()
 	}
+	return onThreadIn(func() error {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("network: opening netns %s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("network: entering netns %s: %w", path, err)
+		}
+		return nil
+	}, fn)
+}
+
+// onThreadIn runs fn on a locked OS thread that enter has moved into
+// another network namespace. The thread then goes back to its own
+// namespace and to Go's pool; only if it cannot is it left locked, for Go
+// to discard when the goroutine ends. Discarding threads as a habit is
+// not harmless: a child started with Pdeathsig is killed when the thread
+// that forked it exits, whichever goroutine forked it.
+func onThreadIn(enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			errc <- fmt.Errorf("network: opening netns %s: %w", path, err)
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("network: %w", err)
 			return
 		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
-		if err != nil {
-			errc <- fmt.Errorf("network: entering netns %s: %w", path, err)
-			return
+		defer unix.Close(home)
+		if err = enter(); err == nil {
+			err = fn()
 		}
-		errc <- fn()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }
