@@ -42,6 +42,7 @@ bench: build
 	$(GO) run ./test/benchcompare $(BENCH_FLAGS)
 	$(GO) run ./test/apibench -cairn $(BIN) $(APIBENCH_FLAGS)
 	$(GO) run ./test/schedbench -workload basic $(SCHEDBENCH_FLAGS)
+	$(GO) run ./test/schedbench -workload basic -raft-log-store wal $(SCHEDBENCH_FLAGS)
 	$(GO) run ./test/schedbench -workload spread-affinity $(SCHEDBENCH_FLAGS)
 	@if [ "$$(id -u)" = 0 ]; then $(GO) run ./test/proxybench $(PROXYBENCH_FLAGS); \
 	else echo "proxybench skipped: it needs root (eBPF, network namespaces, iptables)"; fi
