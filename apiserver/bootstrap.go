@@ -4,32 +4,40 @@ import (
 	"context"
 	"time"
 
+	"cairn/apiserver/registry/scheduling"
 	"cairn/apiserver/storage"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // systemNamespaces exist in every cluster, as in Kubernetes.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// ensureSystemObjects creates the system namespaces if they are missing,
-// then keeps the kubernetes service until ctx ends. Every API server does
-// it; creation is idempotent.
+// ensureSystemObjects creates the system namespaces and the built-in
+// priority classes if they are missing, then keeps the kubernetes service
+// until ctx ends. Every API server does it; creation is idempotent.
 func (s *Server) ensureSystemObjects(ctx context.Context) {
-	h, ok := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]
-	if !ok {
-		return
-	}
+	var objs []runtime.Object
 	for _, name := range systemNamespaces {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	for _, pc := range scheduling.SystemClasses() {
+		objs = append(objs, pc)
+	}
+	for _, obj := range objs {
+		h, ok := s.handlerFor(obj)
+		if !ok {
+			continue
+		}
 		for ctx.Err() == nil {
-			err := s.createIfMissing(ctx, h, name)
+			err := s.createIfMissing(ctx, h, obj)
 			if err == nil {
 				break
 			}
-			s.log.Debug("creating a system namespace failed; retrying", "namespace", name, "err", err)
+			s.log.Debug("creating a system object failed; retrying", "resource", h.res.GVR.Resource, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
@@ -39,21 +47,40 @@ func (s *Server) ensureSystemObjects(ctx context.Context) {
 	s.maintainServices(ctx)
 }
 
-func (s *Server) createIfMissing(ctx context.Context, h *restHandler, name string) error {
-	_, err := h.store.Get(ctx, h.key("", name), storage.GetOptions{})
-	if err == nil {
+// handlerFor returns the handler of a cluster-scoped object's resource.
+func (s *Server) handlerFor(obj runtime.Object) (*restHandler, bool) {
+	gvks, _, err := apiScheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return nil, false
+	}
+	for _, h := range s.handlers {
+		if h.res.GVK() == gvks[0] {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// createIfMissing creates the cluster-scoped object obj unless one of its
+// name exists.
+func (s *Server) createIfMissing(ctx context.Context, h *restHandler, obj runtime.Object) error {
+	m, err := metaOf(obj)
+	if err != nil {
+		return err
+	}
+	name := m.GetName()
+	if _, err := h.store.Get(ctx, h.key("", name), storage.GetOptions{}); err == nil {
 		return nil
-	}
-	if !apierrors.IsNotFound(err) {
+	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := beforeCreate(ns, "", h.res, time.Now()); err != nil {
+	obj = obj.DeepCopyObject()
+	if err := beforeCreate(obj, "", h.res, time.Now()); err != nil {
 		return err
 	}
-	h.res.Strategy.Default(ns)
-	h.res.Strategy.PrepareForCreate(ctx, ns)
-	if _, err := h.store.Create(ctx, h.key("", name), ns, 0); err != nil && !apierrors.IsAlreadyExists(err) {
+	h.res.Strategy.Default(obj)
+	h.res.Strategy.PrepareForCreate(ctx, obj)
+	if _, err := h.store.Create(ctx, h.key("", name), obj, 0); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil

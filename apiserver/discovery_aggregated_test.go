@@ -125,7 +125,7 @@ func TestAggregatedDiscoveryWithClientGo(t *testing.T) {
 				}
 			}
 		}
-		if len(groups) != 6 || groups[0].Name != "" || groups[1].Name != "apps" {
+		if len(groups) != 7 || groups[0].Name != "" || groups[1].Name != "apps" {
 			t.Errorf("groups %+v", groups)
 		}
 	})

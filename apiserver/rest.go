@@ -241,6 +241,9 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 			return nil, err
 		}
 	}
+	if err := h.admitPriority(ctx, obj); err != nil {
+		return nil, err
+	}
 	undo, err := h.admit(ctx, obj, dryRun(r))
 	if err != nil {
 		return nil, err
@@ -313,6 +316,9 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				return nil, invalid(h.res, info.Name, errs)
 			}
 			if err := h.namespaceAdmits(ctx, m); err != nil {
+				return nil, err
+			}
+			if err := h.admitPriority(ctx, obj); err != nil {
 				return nil, err
 			}
 		} else {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -113,9 +114,16 @@ func TestSchedulerPlacesPodsWhereTheRulesSay(t *testing.T) {
 		onPre := func(w *st.PodWrapper) *st.PodWrapper {
 			return w.NodeSelector("role", "pre").Toleration("preempt", "yes", v1.TaintEffectNoSchedule)
 		}
-		place(t, onPre(st.MakePod().Name("low").Priority(1).Req(st.Res{"cpu": "1"})).Obj(), "pre")
-		place(t, onPre(st.MakePod().Name("mid").Priority(2).Req(st.Res{"cpu": "1"})).Obj(), "pre")
-		createPod(t, cs, onPre(st.MakePod().Name("high").Priority(10).Req(st.Res{"cpu": "1"})).Obj())
+		// Priorities come from PriorityClasses, as users set them.
+		for name, value := range map[string]int32{"low": 1, "mid": 2, "high": 10} {
+			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+			if _, err := cs.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		place(t, onPre(st.MakePod().Name("low").PriorityClass("low").Req(st.Res{"cpu": "1"})).Obj(), "pre")
+		place(t, onPre(st.MakePod().Name("mid").PriorityClass("mid").Req(st.Res{"cpu": "1"})).Obj(), "pre")
+		createPod(t, cs, onPre(st.MakePod().Name("high").PriorityClass("high").Req(st.Res{"cpu": "1"})).Obj())
 
 		waitFor(t, "preemptor nominated to pre", func() (bool, error) {
 			p, err := cs.CoreV1().Pods(ns).Get(context.Background(), "high", metav1.GetOptions{})

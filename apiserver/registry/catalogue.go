@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,13 +21,14 @@ import (
 	"cairn/apiserver/registry/core"
 	"cairn/apiserver/registry/discovery"
 	"cairn/apiserver/registry/rbac"
+	"cairn/apiserver/registry/scheduling"
 )
 
 // categoryAll is what "kubectl get all" lists.
 var categoryAll = []string{"all"}
 
 // All returns every served resource, in a stable order: core/v1 first,
-// then apps, batch, coordination, discovery and rbac. Each call builds
+// then apps, batch, coordination, discovery, rbac and scheduling. Each call builds
 // fresh values, so callers may keep and index them (see NewCatalogue).
 func All() []*Resource {
 	status := []string{"status"}
@@ -128,6 +130,12 @@ func All() []*Resource {
 		{GVR: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), Kind: "ClusterRoleBinding", ListKind: "ClusterRoleBindingList",
 			New: newOf[rbacv1.ClusterRoleBinding], NewList: newOf[rbacv1.ClusterRoleBindingList],
 			Strategy: rbac.ClusterRoleBindingStrategy(), SelectableFields: metaFields(false)},
+
+		// scheduling.k8s.io/v1
+		{GVR: schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), Kind: "PriorityClass", ListKind: "PriorityClassList",
+			ShortNames: []string{"pc"},
+			New:        newOf[schedulingv1.PriorityClass], NewList: newOf[schedulingv1.PriorityClassList],
+			Strategy: scheduling.PriorityClassStrategy(), SelectableFields: metaFields(false)},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,7 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 		{"rbac.authorization.k8s.io", "rolebindings", true, nil, false, nil},
 		{"rbac.authorization.k8s.io", "clusterroles", false, nil, false, nil},
 		{"rbac.authorization.k8s.io", "clusterrolebindings", false, nil, false, nil},
+		{"scheduling.k8s.io", "priorityclasses", false, []string{"pc"}, false, nil},
 	}
 	all := All()
 	if len(all) != len(tests) {
@@ -182,6 +184,7 @@ func samples() map[schema.GroupVersionResource]runtime.Object {
 			NonResourceURLs: []string{"/healthz"}, Verbs: []string{"get"}}}},
 		gvr(rbacv1.SchemeGroupVersion, "clusterrolebindings"): &rbacv1.ClusterRoleBinding{ObjectMeta: cluster,
 			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "system:x"}, Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "d", Namespace: "kube-system"}}},
+		gvr(schedulingv1.SchemeGroupVersion, "priorityclasses"): &schedulingv1.PriorityClass{ObjectMeta: cluster, Value: 1000},
 	}
 }
 

@@ -112,6 +112,10 @@ func (p *PodWrapper) Overhead(r Res) *PodWrapper { p.Spec.Overhead = r.List(); r
 // Priority sets spec.priority.
 func (p *PodWrapper) Priority(v int32) *PodWrapper { p.Spec.Priority = &v; return p }
 
+// PriorityClass names the pod's priority class; the API server fills in
+// its priority.
+func (p *PodWrapper) PriorityClass(name string) *PodWrapper { p.Spec.PriorityClassName = name; return p }
+
 // PreemptNever sets preemptionPolicy Never.
 func (p *PodWrapper) PreemptNever() *PodWrapper {
 	never := v1.PreemptNever
