@@ -114,7 +114,10 @@ func (p *PodWrapper) Priority(v int32) *PodWrapper { p.Spec.Priority = &v; retur
 
 // PriorityClass names the pod's priority class; the API server fills in
 // its priority.
-func (p *PodWrapper) PriorityClass(name string) *PodWrapper { p.Spec.PriorityClassName = name; return p }
+func (p *PodWrapper) PriorityClass(name string) *PodWrapper {
+	p.Spec.PriorityClassName = name
+	return p
+}
 
 // PreemptNever sets preemptionPolicy Never.
 func (p *PodWrapper) PreemptNever() *PodWrapper {
