@@ -43,11 +43,17 @@ func TestAgentJoinsWithToken(t *testing.T) {
 		agent.stop()
 		network.RemoveNetNS(netns)
 		removeCgroupDir(cgroup)
+		// The embedded runtime's directory of sandbox namespaces, empty
+		// once the agent has stopped.
+		os.Remove(filepath.Join("/run/cairn/netns", node))
 	})
 	kubeletPort := strings.Split(agent.metrics, ":")[1]
 	args := []string{"agent", "--server", c.apiURL(s1), "--node-name", node, "--node-ip", "127.0.0.1",
 		"--data-dir", data, "--runtime", "embedded", "--netns", netns, "--cgroup-root", cgroup,
-		"--kubelet-address", "127.0.0.1", "--kubelet-port", kubeletPort, "--cluster-cidr", "10.98.0.0/16"}
+		"--kubelet-address", "127.0.0.1", "--kubelet-port", kubeletPort, "--cluster-cidr", "10.98.0.0/16",
+		// The eBPF proxy would attach to the machine's root cgroup; joining
+		// with a token does not need it.
+		"--proxy", "none"}
 	agent.start(t, append(args, "--token", token))
 
 	k := newKubectl(t, admin)
