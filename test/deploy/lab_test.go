@@ -60,9 +60,11 @@ type lab struct {
 }
 
 // hostPaths are the absolute paths of the docs and configurations that
-// belong to one machine.
+// belong to one machine. /sys/fs/bpf/cairn, the agents' eBPF pins, maps
+// to a plain directory of the machine: the lab's agents run without the
+// eBPF proxy.
 func hostPaths() []string {
-	return []string{"/etc/cairn", "/etc/haproxy", "/etc/systemd/system", "/usr/local/bin", "/var/lib/cairn", "/var/backups/cairn"}
+	return []string{"/etc/cairn", "/etc/haproxy", "/etc/systemd/system", "/usr/local/bin", "/var/lib/cairn", "/var/backups/cairn", "/sys/fs/bpf/cairn"}
 }
 
 // standardPorts are the ports a machine's servers use: store, peer,

@@ -39,7 +39,11 @@ func TestRunbookNodes(t *testing.T) {
 	t.Cleanup(func() { network.RemoveNetNS(netns) })
 
 	l := newLab(t)
-	l.unitEnv = []string{"CAIRN_NETNS=" + netns, fmt.Sprintf("CAIRN_CGROUP_ROOT=/cairn-deploy-test-%d", rand.Uint32())}
+	// The eBPF proxy is off: it would attach to the machine's root cgroup
+	// and pin there, and the runbook is about the node's lifecycle.
+	l.unitEnv = []string{"CAIRN_NETNS=" + netns, fmt.Sprintf("CAIRN_CGROUP_ROOT=/cairn-deploy-test-%d", rand.Uint32()), "CAIRN_PROXY=none"}
+	// The embedded runtime's directory of sandbox namespaces.
+	t.Cleanup(func() { os.Remove("/run/cairn/netns/n1") })
 	l.bootstrap(t)
 	blocks := readRunbook(t, "nodes.md")
 	k := l.kubectl(t)
