@@ -144,15 +144,32 @@ func TestIndexedJobCompletesAndIsDeletedAfterItsTTL(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("indexes %v", seen)
 	}
+	// The job lives one second after it completes: a watch sees the
+	// completed job however slowly a poll would come round.
+	w, err := client.BatchV1().Jobs("default").Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=indexed", ResourceVersion: job.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	for _, p := range pods {
 		finish(ctx, t, client, p, corev1.PodSucceeded)
 	}
 	var done *batchv1.Job
-	clustertest.Eventually(t, 10*time.Second, "the indexed job completes", func() (bool, error) {
-		got, cond, err := jobCondition(ctx, client, "indexed", batchv1.JobComplete)
-		done = got
-		return cond != nil, err
-	})
+	timeout := time.After(10 * time.Second)
+	for done == nil {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the job watch ended")
+			}
+			if j, isJob := ev.Object.(*batchv1.Job); isJob && condition(&j.Status, batchv1.JobComplete) != nil {
+				done = j
+			}
+		case <-timeout:
+			t.Fatal("the indexed job did not complete within 10s")
+		}
+	}
 	st := done.Status
 	if st.Succeeded != 3 || st.CompletedIndexes != "0-2" || st.CompletionTime == nil || st.StartTime == nil ||
 		condition(&st, batchv1.JobSuccessCriteriaMet) == nil {
