@@ -19,12 +19,19 @@ func TestForceNewClusterKeepsSurvivorData(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := ctxT(t)
 	cli := c.client()
+	var rev int64
 	for i := 0; i < 20; i++ {
-		if _, err := cli.Put(ctx, fmt.Sprintf("fnc/%02d", i), "v"); err != nil {
+		resp, err := cli.Put(ctx, fmt.Sprintf("fnc/%02d", i), "v")
+		if err != nil {
 			t.Fatal(err)
 		}
+		rev = resp.Header.Revision
 	}
 	cli.Close()
+	// The survivor keeps what it holds: wait until it holds every write,
+	// as an operator picks the member with the most recent data (a write
+	// is acknowledged once two of three have it, maybe not this one).
+	waitFor(t, func() bool { return c.servers[0].fsm.store.Rev() >= rev })
 	for i := range c.servers {
 		c.stop(i)
 	}

@@ -98,6 +98,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		sent := time.Now()
 		resp, err := b.next.RoundTrip(r)
 		if err != nil {
 			if req.Context().Err() != nil {
@@ -121,7 +122,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return resp, nil
 		}
-		b.markUp(ep)
+		b.markUp(ep, sent)
 		resp.Body = &watchedBody{ReadCloser: resp.Body, b: b, ep: ep, ctx: req.Context()}
 		return resp, nil
 	}
@@ -200,9 +201,15 @@ func (b *Balancer) markDown(ep *endpoint, why string) {
 	}
 }
 
-// markUp records that ep answered.
-func (b *Balancer) markUp(ep *endpoint) {
+// markUp records that ep answered a request sent at sent. An answer to a
+// request sent before ep was marked down says nothing of it now: a
+// request in flight when a server is killed may still complete.
+func (b *Balancer) markUp(ep *endpoint, sent time.Time) {
 	b.mu.Lock()
+	if !ep.healthy && sent.Before(ep.downSince) {
+		b.mu.Unlock()
+		return
+	}
 	was := ep.healthy
 	ep.healthy, ep.lastErr = true, ""
 	b.mu.Unlock()

@@ -202,3 +202,21 @@ func TestParseServers(t *testing.T) {
 		})
 	}
 }
+
+// An answer to a request sent before the server was marked down (it was
+// in flight when the server died) must not mark it healthy again.
+func TestALateAnswerDoesNotReviveAServer(t *testing.T) {
+	s := newServer(t)
+	_, b := balancerFor(t, s)
+	ep := b.find(host(s))
+	sent := time.Now()
+	b.markDown(ep, "killed")
+	b.markUp(ep, sent)
+	if healthy(b, host(s)) {
+		t.Fatal("an answer sent before the failure revived the server")
+	}
+	b.markUp(ep, time.Now())
+	if !healthy(b, host(s)) {
+		t.Fatal("an answer sent after the failure did not revive the server")
+	}
+}

@@ -67,6 +67,7 @@ func (b *Balancer) probeLoop(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				sent := time.Now()
 				err := b.probe(ctx, e)
 				b.mu.Lock()
 				e.probing = false
@@ -75,7 +76,7 @@ func (b *Balancer) probeLoop(ctx context.Context) {
 				}
 				b.mu.Unlock()
 				if err == nil {
-					b.markUp(e)
+					b.markUp(e, sent)
 				}
 			}()
 		}
