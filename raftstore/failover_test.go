@@ -549,19 +549,24 @@ func TestMemberUpdateMovesAPeer(t *testing.T) {
 	ctx := ctxT(t)
 	leader := c.waitLeader()
 	moved := (leader + 1) % 3
-	c.stop(moved)
 	newPeer := freeAddr(t)
 	cli := c.client(leader)
+	// A member's name appears in the list once it has published it, just
+	// after the cluster starts: find the member before stopping it.
 	var id uint64
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range list.Members {
-		if m.Name == c.cfgs[moved].Name {
-			id = m.ID
+	waitFor(t, func() bool {
+		list, err := cli.MemberList(ctx)
+		if err != nil {
+			return false
 		}
-	}
+		for _, m := range list.Members {
+			if m.Name == c.cfgs[moved].Name {
+				id = m.ID
+			}
+		}
+		return id != 0
+	})
+	c.stop(moved)
 	if _, err := cli.MemberUpdate(ctx, id, []string{"https://" + newPeer}); err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +580,7 @@ func TestMemberUpdateMovesAPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return c.servers[moved].fsm.store.Rev() >= put.Header.Revision })
-	list, _ = cli.MemberList(ctx)
+	list, _ := cli.MemberList(ctx)
 	for _, m := range list.Members {
 		if m.Name == cfg.Name && m.PeerURLs[0] != "https://"+newPeer {
 			t.Fatalf("member list shows %s at %v", m.Name, m.PeerURLs)
