@@ -233,36 +233,13 @@ func (dc *Controller) updatePod(old, cur any) {
 		dc.deletePod(curPod)
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(curPod), metav1.GetControllerOf(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if ds := dc.resolve(oldPod.Namespace, oldRef); ds != nil {
-			dc.enqueue(ds)
-		}
-	}
-	if curRef != nil {
-		if ds := dc.resolve(curPod.Namespace, curRef); ds != nil {
-			dc.enqueue(ds)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-		for _, ds := range dc.matching(curPod) {
-			dc.enqueue(ds)
-		}
-	}
+	controllerref.Updated(oldPod, curPod, dc.resolve, dc.matching, dc.enqueue)
 }
 
 func (dc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerref.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"cairn/controllers"
@@ -158,36 +157,13 @@ func (dc *Controller) updateReplicaSet(old, cur any) {
 	if oldRS.ResourceVersion == curRS.ResourceVersion {
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(curRS), metav1.GetControllerOf(oldRS)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if d := dc.resolve(oldRS.Namespace, oldRef); d != nil {
-			dc.enqueue(d)
-		}
-	}
-	if curRef != nil {
-		if d := dc.resolve(curRS.Namespace, curRef); d != nil {
-			dc.enqueue(d)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(oldRS.Labels, curRS.Labels) {
-		for _, d := range dc.matching(curRS) {
-			dc.enqueue(d)
-		}
-	}
+	controllerref.Updated(oldRS, curRS, dc.resolve, dc.matching, dc.enqueue)
 }
 
 func (dc *Controller) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controllerref.Deleted[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOf(rs); ref != nil {
 		if d := dc.resolve(rs.Namespace, ref); d != nil {
@@ -199,15 +175,9 @@ func (dc *Controller) deleteReplicaSet(obj any) {
 // deletePod wakes a Recreate Deployment when one of its old pods goes:
 // it waits for all of them to be gone before creating new ones.
 func (dc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerref.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != rsKind.Kind {

@@ -177,43 +177,18 @@ func (rc *Controller) updatePod(old, cur any) {
 		}
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(curPod), metav1.GetControllerOf(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if rs := rc.resolve(oldPod.Namespace, oldRef); rs != nil {
-			rc.enqueue(rs)
-		}
-	}
-	if curRef != nil {
-		rs := rc.resolve(curPod.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		rc.enqueue(rs)
-		// Pods carry no Available condition: come back when this one
-		// will have been ready for minReadySeconds.
-		if !podutil.IsReady(oldPod) && podutil.IsReady(curPod) && rs.Spec.MinReadySeconds > 0 {
-			rc.enqueueAfter(rs, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		for _, rs := range rc.matching(curPod) {
-			rc.enqueue(rs)
-		}
+	rs, owned := controllerref.Updated(oldPod, curPod, rc.resolve, rc.matching, rc.enqueue)
+	// Pods carry no Available condition: come back when this one will
+	// have been ready for minReadySeconds.
+	if owned && !podutil.IsReady(oldPod) && podutil.IsReady(curPod) && rs.Spec.MinReadySeconds > 0 {
+		rc.enqueueAfter(rs, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 	}
 }
 
 func (rc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerref.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"cairn/controllers"
@@ -155,36 +154,13 @@ func (sc *Controller) updatePod(old, cur any) {
 	if oldPod.ResourceVersion == curPod.ResourceVersion {
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(curPod), metav1.GetControllerOf(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if set := sc.resolve(oldPod.Namespace, oldRef); set != nil {
-			sc.enqueue(set)
-		}
-	}
-	if curRef != nil {
-		if set := sc.resolve(curPod.Namespace, curRef); set != nil {
-			sc.enqueue(set)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-		for _, set := range sc.matching(curPod) {
-			sc.enqueue(set)
-		}
-	}
+	controllerref.Updated(oldPod, curPod, sc.resolve, sc.matching, sc.enqueue)
 }
 
 func (sc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerref.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if set := sc.resolve(pod.Namespace, ref); set != nil {
