@@ -14,22 +14,21 @@ import (
 )
 
 // The internal peer service runs on the peer port, behind mutual TLS with
-// peer certificates. Followers use it to forward writes and to obtain read
-// indexes and lease state from the leader. Membership and maintenance calls
-// that only the leader can perform are forwarded through the etcd Cluster
-// and Maintenance services, which the peer port serves too.
+// peer certificates. Followers use it to obtain read indexes and lease
+// state from the leader; writes travel on their own channel (forward.go).
+// Membership and maintenance calls that only the leader can perform are
+// forwarded through the etcd Cluster and Maintenance services, which the
+// peer port serves too.
 const (
-	peerServiceName        = "cairn.raftstore.Peer"
-	peerMethodProposeBatch = "/" + peerServiceName + "/ProposeBatch"
-	peerMethodReadIndex    = "/" + peerServiceName + "/ReadIndex"
-	peerMethodLeaseRenew   = "/" + peerServiceName + "/LeaseRenew"
-	peerMethodLeaseTTL     = "/" + peerServiceName + "/LeaseTTL"
+	peerServiceName      = "cairn.raftstore.Peer"
+	peerMethodReadIndex  = "/" + peerServiceName + "/ReadIndex"
+	peerMethodLeaseRenew = "/" + peerServiceName + "/LeaseRenew"
+	peerMethodLeaseTTL   = "/" + peerServiceName + "/LeaseTTL"
 )
 
 // peerService is implemented by Server; the interface lets grpc check
 // handler types.
 type peerService interface {
-	peerProposeBatch(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
 	peerReadIndex(ctx context.Context, in *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error)
 	peerLeaseRenew(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
 	peerLeaseTTL(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
@@ -49,7 +48,6 @@ var peerServiceDesc = grpc.ServiceDesc{
 	ServiceName: peerServiceName,
 	HandlerType: (*peerService)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "ProposeBatch", Handler: unaryHandler(peerService.peerProposeBatch)},
 		{MethodName: "ReadIndex", Handler: unaryHandler(peerService.peerReadIndex)},
 		{MethodName: "LeaseRenew", Handler: unaryHandler(peerService.peerLeaseRenew)},
 		{MethodName: "LeaseTTL", Handler: unaryHandler(peerService.peerLeaseTTL)},

@@ -116,7 +116,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reads = newReadIndexBatcher(s.leaderReadIndex)
-	s.forwarder = newForwarder(s)
+	s.forwarder = newForwarder(s, func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := transport.DialPeer(ctx, addr, cfg.TLS.peerClient(), sourceIP)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Write([]byte{transport.ProposeFirstByte}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	})
 	s.lessor = newLessor(s)
 
 	s.peerGRPC = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRequestBytes + grpcOverheadBytes))
@@ -125,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 
 	s.goRun("peer-mux", func() { _ = s.mux.Serve() })
 	s.goRun("peer-grpc", func() { _ = s.peerGRPC.Serve(s.mux.GRPC()) })
+	s.goRun("forwarded-writes", func() { s.serveForwarded(s.mux.Propose()) })
 	s.goRun("store-grpc", func() {
 		ln := transport.NewTLSListener(storeLn, grpcTLS(cfg.TLS.store()), s.log)
 		_ = s.storeGRPC.Serve(ln)

@@ -16,16 +16,22 @@ import (
 // a small number, so one byte tells the two apart.
 const grpcFirstByte = 'P'
 
-// Mux shares one peer port between raft and an internal gRPC service. It
-// terminates TLS (when configured), looks at the first byte of each
-// connection without consuming it, and hands the connection to the GRPC or
-// the Raft listener. The gRPC server behind GRPC() must use insecure
+// ProposeFirstByte opens a connection that carries writes a follower
+// forwards to the leader. The dialer sends it first; the Propose listener's
+// connections still start with it.
+const ProposeFirstByte = 'F'
+
+// Mux shares one peer port between raft, the forwarded-write channel and an
+// internal gRPC service. It terminates TLS (when configured), looks at the
+// first byte of each connection without consuming it, and hands the
+// connection to the GRPC, Propose or Raft listener. The gRPC server behind GRPC() must use insecure
 // credentials: TLS is already done by then.
 type Mux struct {
-	ln   net.Listener
-	log  *slog.Logger
-	grpc *subListener
-	raft *subListener
+	ln      net.Listener
+	log     *slog.Logger
+	grpc    *subListener
+	raft    *subListener
+	propose *subListener
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -39,11 +45,12 @@ func NewMux(ln net.Listener, cfg *tls.Config, log *slog.Logger) *Mux {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Mux{
-		ln:   NewTLSListener(ln, cfg, log),
-		log:  log,
-		grpc: newSubListener(ln.Addr()),
-		raft: newSubListener(ln.Addr()),
-		done: make(chan struct{}),
+		ln:      NewTLSListener(ln, cfg, log),
+		log:     log,
+		grpc:    newSubListener(ln.Addr()),
+		raft:    newSubListener(ln.Addr()),
+		propose: newSubListener(ln.Addr()),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -53,6 +60,9 @@ func (m *Mux) GRPC() net.Listener { return m.grpc }
 // Raft returns the listener that receives every other connection: raft's.
 func (m *Mux) Raft() net.Listener { return m.raft }
 
+// Propose returns the listener that receives forwarded-write connections.
+func (m *Mux) Propose() net.Listener { return m.propose }
+
 // Addr returns the address of the shared port.
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
@@ -61,6 +71,7 @@ func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 func (m *Mux) Serve() error {
 	defer m.grpc.Close()
 	defer m.raft.Close()
+	defer m.propose.Close()
 	for {
 		c, err := acceptRetry(m.ln, m.done, m.log)
 		if err != nil {
@@ -75,7 +86,7 @@ func (m *Mux) Serve() error {
 	}
 }
 
-// Close stops the Mux and both of its listeners. Connections already handed
+// Close stops the Mux and its listeners. Connections already handed
 // out stay open.
 func (m *Mux) Close() error {
 	var err error
@@ -84,6 +95,7 @@ func (m *Mux) Close() error {
 		err = m.ln.Close()
 		m.grpc.Close()
 		m.raft.Close()
+		m.propose.Close()
 	})
 	return err
 }
@@ -106,9 +118,12 @@ func (m *Mux) route(c net.Conn) {
 		return
 	}
 	pc := &prefixConn{Conn: c, prefix: first}
-	if first[0] == grpcFirstByte {
+	switch first[0] {
+	case grpcFirstByte:
 		m.grpc.deliver(pc)
-	} else {
+	case ProposeFirstByte:
+		m.propose.deliver(pc)
+	default:
 		m.raft.deliver(pc)
 	}
 }
@@ -129,7 +144,7 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// subListener is one of the Mux's two outputs. Closing it (as grpc.Server
+// subListener is one of the Mux's outputs. Closing it (as grpc.Server
 // and raft do on shutdown) closes only that protocol's side of the port.
 type subListener struct {
 	addr      net.Addr

@@ -81,6 +81,27 @@ func TestMuxServesGRPCAndRaftOnOnePort(t *testing.T) {
 	}
 }
 
+func TestMuxRoutesForwardedWritesToTheProposeListener(t *testing.T) {
+	cluster := newTestPKI(t, "s1")
+	mux := startMux(t, cluster.peerServer)
+	raftConns := serveEcho(mux.Raft())
+	serveEcho(mux.Propose())
+
+	c, err := DialPeer(t.Context(), mux.Addr().String(), cluster.peerClient, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The echo gives back the first byte too: the listener's connections
+	// start with it.
+	roundTrip(t, c, string(rune(ProposeFirstByte))+"a batch")
+	select {
+	case <-raftConns:
+		t.Fatal("a forwarded-write connection reached the raft listener")
+	default:
+	}
+}
+
 func TestMuxIdlePeerDoesNotBlockOthers(t *testing.T) {
 	cluster := newTestPKI(t, "s1")
 	mux := startMux(t, cluster.peerServer)
@@ -127,19 +148,19 @@ func TestMuxRefusesNonPeerCertificates(t *testing.T) {
 	}
 }
 
-func TestMuxCloseUnblocksBothListeners(t *testing.T) {
+func TestMuxCloseUnblocksEveryListener(t *testing.T) {
 	mux := NewMux(listen(t), nil, nil)
 	served := make(chan error, 1)
 	go func() { served <- mux.Serve() }()
-	errs := make(chan error, 2)
-	for _, ln := range []net.Listener{mux.GRPC(), mux.Raft()} {
+	errs := make(chan error, 3)
+	for _, ln := range []net.Listener{mux.GRPC(), mux.Raft(), mux.Propose()} {
 		go func() {
 			_, err := ln.Accept()
 			errs <- err
 		}()
 	}
 	mux.Close()
-	for range 2 {
+	for range 3 {
 		select {
 		case err := <-errs:
 			if !errors.Is(err, net.ErrClosed) {

@@ -48,6 +48,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return dialTLS(ctx, s.dialer, string(address), s.tls)
 }
 
+// DialPeer connects to a peer's port as the StreamLayer does: TCP from
+// sourceIP (when not nil), then TLS with clientTLS (nil means plain TCP).
+func DialPeer(ctx context.Context, address string, clientTLS *tls.Config, sourceIP net.IP) (net.Conn, error) {
+	return dialTLS(ctx, newDialer(sourceIP), address, clientTLS)
+}
+
 func newDialer(sourceIP net.IP) net.Dialer {
 	var d net.Dialer
 	if sourceIP != nil {
