@@ -1,7 +1,9 @@
 // Command podbench measures pod startup latency on a local `cairn dev`
 // cluster (three servers, two agents in network namespaces): it creates
 // pods of the demo image with small requests through client-go from
-// several concurrent creators, watches them, and prints the p50 and p99
+// several concurrent creators (all at once, or paced at -rate pods per
+// second, as Kubernetes' density tests create their latency pods),
+// watches them, and prints the p50 and p99
 // of the time from the create call to the pod seen Running and seen
 // Ready, and the pods started per second.
 //
@@ -34,6 +36,7 @@ type options struct {
 	cairnBin string
 	pods     int
 	creators int
+	rate     float64
 	probe    bool
 	warmup   bool
 	timeout  time.Duration
@@ -46,6 +49,7 @@ func main() {
 	flag.StringVar(&o.cairnBin, "cairn", "bin/cairn", "cairn binary (make build)")
 	flag.IntVar(&o.pods, "pods", 100, "pods to create")
 	flag.IntVar(&o.creators, "creators", 10, "concurrent clients creating pods")
+	flag.Float64Var(&o.rate, "rate", 0, "create at most this many pods per second (0: all at once, as fast as the creators go)")
 	flag.BoolVar(&o.probe, "probe", true, "give the pods the demo's HTTP readiness probe (else Ready follows the container start)")
 	flag.BoolVar(&o.warmup, "warmup", true, "start and delete one pod per node before measuring, so first-use costs stay out")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
@@ -57,8 +61,8 @@ func main() {
 		// client-go reports through klog; keep the report readable.
 		klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
-	if o.pods < 1 || o.creators < 1 {
-		fmt.Fprintln(os.Stderr, "podbench: -pods and -creators must be at least 1")
+	if o.pods < 1 || o.creators < 1 || o.rate < 0 {
+		fmt.Fprintln(os.Stderr, "podbench: -pods and -creators must be at least 1, and -rate not negative")
 		os.Exit(2)
 	}
 	if os.Geteuid() != 0 {
@@ -101,7 +105,7 @@ func run(ctx context.Context, o options, out io.Writer, log *slog.Logger) error 
 	if err := c.waitReady(ctx); err != nil {
 		return err
 	}
-	b := &bench{clients: c.clients, pods: o.pods, creators: o.creators, probe: o.probe, log: log}
+	b := &bench{clients: c.clients, pods: o.pods, creators: o.creators, rate: o.rate, probe: o.probe, log: log}
 	if o.warmup {
 		if err := b.warmup(ctx, c.nodes); err != nil {
 			return err

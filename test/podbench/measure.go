@@ -27,6 +27,7 @@ type bench struct {
 	clients  []kubernetes.Interface
 	pods     int
 	creators int
+	rate     float64 // pods per second; 0 means no pacing
 	probe    bool
 	log      *slog.Logger
 }
@@ -137,7 +138,7 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 		return nil, fmt.Errorf("podbench: the pod watch did not sync: %w", ctx.Err())
 	}
 
-	b.log.Info("creating pods", "pods", b.pods, "creators", b.creators)
+	b.log.Info("creating pods", "pods", b.pods, "creators", b.creators, "rate", b.rate)
 	names := make(chan string)
 	errs := make(chan error, b.creators)
 	var wg sync.WaitGroup
@@ -156,6 +157,14 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	go func() {
 		defer close(names)
 		for i := range b.pods {
+			if b.rate > 0 {
+				due := start.Add(time.Duration(float64(i) / b.rate * float64(time.Second)))
+				select {
+				case <-time.After(time.Until(due)):
+				case <-ctx.Done():
+					return
+				}
+			}
 			select {
 			case names <- fmt.Sprintf("bench-%03d", i):
 			case <-ctx.Done():
@@ -181,7 +190,7 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	if tr.failed != nil {
 		return nil, tr.failed
 	}
-	return newResult(tr.pods, start, created, b.creators, b.probe), nil
+	return newResult(tr.pods, start, created, b.creators, b.rate, b.probe), nil
 }
 
 // create creates one pod, its time taken just before the first try.

@@ -20,6 +20,7 @@ const (
 // result is what one measurement found.
 type result struct {
 	pods, creators int
+	rate           float64 // creation pace in pods/s; 0 means all at once
 	probe          bool
 	// perNode counts the pods of each node.
 	perNode map[string]int
@@ -33,8 +34,8 @@ type result struct {
 	created, allRunning, allReady time.Duration
 }
 
-func newResult(pods map[string]*podTimes, start time.Time, created time.Duration, creators int, probe bool) *result {
-	r := &result{pods: len(pods), creators: creators, probe: probe, created: created, perNode: map[string]int{}}
+func newResult(pods map[string]*podTimes, start time.Time, created time.Duration, creators int, rate float64, probe bool) *result {
+	r := &result{pods: len(pods), creators: creators, rate: rate, probe: probe, created: created, perNode: map[string]int{}}
 	for _, p := range pods {
 		r.perNode[p.node]++
 		r.toScheduled = append(r.toScheduled, p.scheduled.Sub(p.create))
@@ -78,8 +79,12 @@ func printReport(w io.Writer, runtime string, r *result) {
 	if r.probe {
 		readiness = "Ready after an HTTP readiness probe every 1s"
 	}
-	fmt.Fprintf(w, "pod startup, runtime %s: %d pods (%s), %d concurrent creators; %s\n",
-		runtime, r.pods, strings.Join(nodes, ", "), r.creators, readiness)
+	pace := "all at once"
+	if r.rate > 0 {
+		pace = fmt.Sprintf("paced at %g pods/s", r.rate)
+	}
+	fmt.Fprintf(w, "pod startup, runtime %s: %d pods (%s), %d concurrent creators, %s; %s\n",
+		runtime, r.pods, strings.Join(nodes, ", "), r.creators, pace, readiness)
 	fmt.Fprintf(w, "  %-18s %9s %9s %9s\n", "from the create", "p50", "p99", "max")
 	for _, row := range []struct {
 		name string

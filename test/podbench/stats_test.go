@@ -53,20 +53,22 @@ func TestReportShowsPercentilesRatesAndTargets(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		rate  float64
 		probe bool
 		want  []string
 	}{
-		{"with probe", true, []string{
-			"4 pods (n1: 2, n2: 2), 3 concurrent creators; Ready after an HTTP readiness probe",
+		{"with probe", 0, true, []string{
+			"4 pods (n1: 2, n2: 2), 3 concurrent creators, all at once; Ready after an HTTP readiness probe",
 			"to scheduled", "20ms", "to Running", "600ms", "1.2s",
 			"all Running after 1.23s (3.3 pods/s)", "all Ready after 2.03s (2.0 pods/s)",
 			"p99 create→Running 1.2s: Kubernetes SLO ≤ 5s met; Cairn target ≤ 1s MISSED",
 		}},
-		{"without probe", false, []string{"Ready when the container runs (no probe)"}},
+		{"without probe", 0, false, []string{"Ready when the container runs (no probe)"}},
+		{"paced", 20, true, []string{"3 concurrent creators, paced at 20 pods/s;"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			printReport(&buf, "embedded", newResult(pods, start, 50*time.Millisecond, 3, tc.probe))
+			printReport(&buf, "embedded", newResult(pods, start, 50*time.Millisecond, 3, tc.rate, tc.probe))
 			for _, w := range tc.want {
 				if !strings.Contains(buf.String(), w) {
 					t.Errorf("report lacks %q:\n%s", w, buf.String())
