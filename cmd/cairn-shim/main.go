@@ -4,17 +4,21 @@
 // package initialisation (Kubernetes clients, kubectl, etcd) would
 // otherwise cost every container start about a fifth of a second. It is
 // also the program of `cairn dev`'s demo image (`__demo-http`).
+//
+// It runs several times for every container start, so it imports only
+// the runtime's helper package and the demo, both free of the agent's
+// dependencies; TestBinaryStaysLean keeps it that way.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"cairn/node/runtime/embedded"
+	"cairn/node/runtime/embedded/helper"
 )
 
 func main() {
-	embedded.MaybeRunInit()
+	helper.MaybeRun()
 	if len(os.Args) > 1 && os.Args[1] == demoCommand {
 		os.Exit(runDemo(os.Args[2:]))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"cairn/node/images"
 	"cairn/node/network"
+	"cairn/node/runtime/embedded/helper"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -68,7 +69,7 @@ func runTestAgent(path string) int {
 		return 1
 	}
 	var cfg testAgentConfig
-	if err := readJSON(path, &cfg); err != nil {
+	if err := helper.ReadJSON(path, &cfg); err != nil {
 		return fail(err)
 	}
 	store, err := images.Open(images.Config{Dir: cfg.ImagesDir})

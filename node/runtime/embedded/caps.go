@@ -2,12 +2,11 @@ package embedded
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"cairn/node/runtime/embedded/helper"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -37,26 +36,14 @@ func defaultCaps() []string {
 	}
 }
 
-// lastCap returns the highest capability number the kernel knows.
-func lastCap() int {
-	raw, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return 40
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return 40
-	}
-	return n
-}
-
 // containerCaps computes a container's capabilities from the default set
 // and the security context's additions and removals ("ALL" allowed).
 func containerCaps(sc *runtimeapi.LinuxContainerSecurityContext) ([]int, error) {
 	names := capNames()
 	all := func() []int {
 		var out []int
-		for c := 0; c <= lastCap(); c++ {
+		last := helper.LastCap()
+		for c := 0; c <= last; c++ {
 			out = append(out, c)
 		}
 		return out
@@ -109,19 +96,4 @@ func containerCaps(sc *runtimeapi.LinuxContainerSecurityContext) ([]int, error) 
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// dropBoundingCaps removes every capability outside keep from the
-// calling thread's bounding set, so that nothing the thread execs can
-// ever hold them. The caller has locked the goroutine to its thread.
-func dropBoundingCaps(keep []int) error {
-	for c := 0; c <= lastCap(); c++ {
-		if slices.Contains(keep, c) {
-			continue
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("dropping capability %d: %w", c, err)
-		}
-	}
-	return nil
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"cairn/node/runtime/embedded/cgroups"
+	"cairn/node/runtime/embedded/helper"
+
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -43,7 +46,7 @@ func (c *containerRecord) config() *runtimeapi.ContainerConfig {
 }
 
 func (r *Runtime) saveContainer(c *containerRecord) error {
-	return writeJSON(filepath.Join(r.containerDir(c.ID), "container.json"), c)
+	return helper.WriteJSON(filepath.Join(r.containerDir(c.ID), "container.json"), c)
 }
 
 // CreateContainer prepares a container in a sandbox: its root
@@ -72,7 +75,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	var leased string
 	c, err := r.createContainer(ctx, id, sb, cfg, &leased)
 	if err != nil {
-		r.cleanupContainer(id, r.cgroups.paths(filepath.Join(r.cfg.CgroupRoot, sb.ID, id)), leased)
+		r.cleanupContainer(id, r.cgroups.Paths(filepath.Join(r.cfg.CgroupRoot, sb.ID, id)), leased)
 		return nil, err
 	}
 	r.mu.Lock()
@@ -129,7 +132,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	if cwd == "" {
 		cwd = "/"
 	}
-	sp := &spec{
+	sp := &helper.Spec{
 		ID: id, Args: argv, Env: environment(cfg, img.Config, sb.Hostname), Cwd: cwd,
 		UID: u.uid, GID: u.gid, Groups: u.groups,
 		Hostname: sb.Hostname, EtcDir: r.sandboxDir(sb.ID), NetNS: sb.NetNS,
@@ -137,7 +140,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		ReadonlyRootfs: sc.GetReadonlyRootfs(), Privileged: sc.GetPrivileged(), NoNewPrivs: sc.GetNoNewPrivs(),
 		Mounts: mounts, Caps: caps,
 		MaskedPaths: sc.GetMaskedPaths(), ReadonlyPaths: sc.GetReadonlyPaths(),
-		Cgroups:     r.cgroups.paths(filepath.Join(r.cfg.CgroupRoot, sb.ID, id)),
+		Cgroups:     r.cgroups.Paths(filepath.Join(r.cfg.CgroupRoot, sb.ID, id)),
 		StopSignal:  stopSignal(cfg, img.Config),
 		OOMScoreAdj: cfg.GetLinux().GetResources().GetOomScoreAdj(),
 	}
@@ -147,13 +150,13 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	if logDir := sb.config().GetLogDirectory(); logDir != "" && cfg.GetLogPath() != "" {
 		sp.LogPath = filepath.Join(logDir, cfg.GetLogPath())
 	}
-	if err := sp.Cgroups.create(); err != nil {
+	if err := sp.Cgroups.Create(); err != nil {
 		return nil, err
 	}
-	if err := sp.Cgroups.apply(cfg.GetLinux().GetResources()); err != nil {
+	if err := sp.Cgroups.Apply(resourcesOf(cfg.GetLinux().GetResources())); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, "spec.json"), sp); err != nil {
+	if err := helper.WriteSpec(dir, sp); err != nil {
 		return nil, err
 	}
 	raw, err := protojson.Marshal(cfg)
@@ -172,12 +175,12 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 
 // cleanupContainer deletes what a container left: its cgroups, its lease
 // on the image's root filesystem and its directory.
-func (r *Runtime) cleanupContainer(id string, cg cgroupPaths, imageID string) error {
+func (r *Runtime) cleanupContainer(id string, cg cgroups.Paths, imageID string) error {
 	var errs []error
-	if err := cg.killAll(killWait); err != nil {
+	if err := cg.KillAll(killWait); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, cg.remove())
+	errs = append(errs, cg.Remove())
 	if imageID != "" {
 		errs = append(errs, r.cfg.Images.Release(imageID, id))
 	}
@@ -222,7 +225,7 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 	return &runtimeapi.ListContainersResponse{Containers: out}, nil
 }
 
-func containerState(st procState, started bool) runtimeapi.ContainerState {
+func containerState(st helper.State, started bool) runtimeapi.ContainerState {
 	switch {
 	case !started:
 		return runtimeapi.ContainerState_CONTAINER_CREATED
@@ -241,8 +244,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 	}
 	cfg := c.config()
 	st, started := r.currentState(c)
-	var sp spec
-	readJSON(filepath.Join(r.containerDir(c.ID), "spec.json"), &sp)
+	sp, _ := helper.ReadSpec(r.containerDir(c.ID))
 	status := &runtimeapi.ContainerStatus{
 		Id: c.ID, Metadata: cfg.GetMetadata(), State: containerState(st, started),
 		CreatedAt: c.CreatedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt,
@@ -279,11 +281,11 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	if res == nil {
 		return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 	}
-	var sp spec
-	if err := readJSON(filepath.Join(r.containerDir(c.ID), "spec.json"), &sp); err != nil {
+	sp, err := helper.ReadSpec(r.containerDir(c.ID))
+	if err != nil {
 		return nil, err
 	}
-	if err := sp.Cgroups.apply(res); err != nil {
+	if err := sp.Cgroups.Apply(resourcesOf(res)); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
@@ -318,8 +320,8 @@ func (r *Runtime) removeContainer(ctx context.Context, c *containerRecord) error
 	if err := r.stopContainer(ctx, c, 0); err != nil {
 		return err
 	}
-	var sp spec
-	if err := readJSON(filepath.Join(r.containerDir(c.ID), "spec.json"), &sp); err != nil {
+	sp, err := helper.ReadSpec(r.containerDir(c.ID))
+	if err != nil {
 		return err
 	}
 	if err := r.cleanupContainer(c.ID, sp.Cgroups, c.ImageID); err != nil {

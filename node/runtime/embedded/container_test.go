@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cairn/internal/testimage"
+	"cairn/node/runtime/embedded/helper"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -41,7 +42,7 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 	cfg.Envs = []*runtimeapi.KeyValue{{Key: "GREETING", Value: []byte("hi there")}}
 	id := e.start(sb, cfg)
 	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
-	if st.ExitCode != 0 || st.Reason != reasonCompleted || st.StartedAt == 0 || st.FinishedAt < st.StartedAt {
+	if st.ExitCode != 0 || st.Reason != helper.ReasonCompleted || st.StartedAt == 0 || st.FinishedAt < st.StartedAt {
 		t.Errorf("status %s started=%d finished=%d, want a completed container", fmtStatus(st), st.StartedAt, st.FinishedAt)
 	}
 	if st.Image.GetImage() != testimage.BusyboxRef || !strings.HasPrefix(st.ImageId, "sha256:") {
@@ -86,9 +87,9 @@ func TestExitCodesAndReasons(t *testing.T) {
 		code   int32
 		reason string
 	}{
-		{"success", []string{"true"}, 0, reasonCompleted},
-		{"failure", []string{"sh", "-c", "exit 3"}, 3, reasonError},
-		{"largest code", []string{"sh", "-c", "exit 255"}, 255, reasonError},
+		{"success", []string{"true"}, 0, helper.ReasonCompleted},
+		{"failure", []string{"sh", "-c", "exit 3"}, 3, helper.ReasonError},
+		{"largest code", []string{"sh", "-c", "exit 255"}, 255, helper.ReasonError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := e.start(sb, container(tc.name, tc.argv...))
@@ -103,7 +104,7 @@ func TestExitCodesAndReasons(t *testing.T) {
 		if _, err := e.rt.StartContainer(e.ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err == nil || !strings.Contains(err.Error(), "/no/such/binary") {
 			t.Errorf("StartContainer = %v, want an error naming the binary", err)
 		}
-		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != reasonStartError {
+		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != helper.ReasonStartError {
 			t.Errorf("%s, want exited with reason StartError", fmtStatus(st))
 		}
 	})
@@ -189,14 +190,14 @@ func TestMemoryLimitOOMKillsTheContainer(t *testing.T) {
 	}
 	id := e.start(sb, cfg)
 	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
-	if st.Reason != reasonOOMKilled || st.ExitCode != 137 {
+	if st.Reason != helper.ReasonOOMKilled || st.ExitCode != 137 {
 		t.Errorf("%s, want OOMKilled with 137", fmtStatus(st))
 	}
 	if st.Resources.GetLinux().GetMemoryLimitInBytes() != 32<<20 {
 		t.Errorf("status resources = %v, want the 32Mi limit", st.Resources)
 	}
-	var sp spec
-	if err := readJSON(e.rt.containerDir(id)+"/spec.json", &sp); err != nil {
+	sp, err := helper.ReadSpec(e.rt.containerDir(id))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{"cpu.cfs_quota_us": "50000", "cpu.shares": "512"} {

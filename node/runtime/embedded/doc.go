@@ -9,23 +9,15 @@
 // and placed in cgroups under the configured cgroup root.
 //
 // Three helper processes do the work the agent cannot do safely from a
-// multi-threaded Go process. They are the agent's own binary run again
-// with a hidden first argument, which is why the agent's main (and the
+// multi-threaded Go process: the shim that supervises a container, the
+// container init, and the exec helper. They live in the helper
+// subpackage, which the small cairn-shim binary runs; without that
+// binary beside the agent's, the agent's own binary is run again with a
+// hidden first argument, which is why the agent's main (and the
 // TestMain of any test that starts containers) must call MaybeRunInit
-// first thing:
-//
-//   - the shim supervises one container: it starts it, copies its stdout
-//     and stderr into the CRI log file, and records its exit in the
-//     container's state file. It runs in its own session, so containers
-//     keep running when the agent stops; a restarted agent adopts them
-//     from the state on disk.
-//   - the container init runs inside the new namespaces: it mounts the
-//     root filesystem, /proc, /dev, /sys, /etc/hosts and the volumes,
-//     pivots into it, waits until the shim has placed it in its cgroups,
-//     drops capabilities and privileges, and execs the container's
-//     command.
-//   - the exec helper runs a command in a running container (ExecSync)
-//     after joining its namespaces and cgroups.
+// first thing. This package converts the CRI's objects into the plain
+// helper.Spec they follow, so that the helper binary needs none of the
+// agent's dependencies.
 //
 // On disk, under the state directory:
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cairn/internal/testimage"
+	"cairn/node/runtime/embedded/helper"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -57,7 +58,7 @@ func TestExecSyncRunsInTheContainer(t *testing.T) {
 		{"environment", []string{"sh", "-c", "echo $MODE"}, "probe\n", "", 0},
 		{"hostname", []string{"hostname"}, "exec\n", "", 0},
 		{"PID namespace", []string{"cat", "/proc/1/comm"}, "sleep\n", "", 0},
-		{"command not found", []string{"no-such-command"}, "", "", exitNotFound},
+		{"command not found", []string{"no-such-command"}, "", "", helper.ExitNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := e.execSync(id, 10, tc.argv...)
@@ -127,7 +128,7 @@ func TestContainerSurvivesTheAgentsExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
-	if st.ExitCode != 7 || st.Reason != reasonError {
+	if st.ExitCode != 7 || st.Reason != helper.ReasonError {
 		t.Errorf("%s, want the exit recorded after the restart: 7, Error", fmtStatus(st))
 	}
 	e.waitLog(logPath, "bye", 5*time.Second)

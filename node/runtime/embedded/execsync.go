@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"cairn/node/runtime/embedded/helper"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -38,7 +40,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	var stdout, stderr capped
 	cmd := &exec.Cmd{
 		Path:   r.cfg.HelperBinary,
-		Args:   append([]string{r.cfg.HelperBinary, execCommand, r.containerDir(c.ID), "--"}, req.GetCmd()...),
+		Args:   helper.ExecArgs(r.cfg.HelperBinary, r.containerDir(c.ID), req.GetCmd()),
 		Env:    []string{},
 		Stdout: &stdout,
 		Stderr: &stderr,
@@ -64,7 +66,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	return &runtimeapi.ExecSyncResponse{
 		Stdout:   stdout.Bytes(),
 		Stderr:   stderr.Bytes(),
-		ExitCode: int32(exitCode(cmd.ProcessState)),
+		ExitCode: int32(helper.ExitCode(cmd.ProcessState)),
 	}, nil
 }
 

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"cairn/internal/privtest"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cairn/internal/privtest"
+	"cairn/node/runtime/embedded/helper"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -23,23 +25,23 @@ func TestContainerRunsUnderTheSmallHelperBinary(t *testing.T) {
 		privtest.Unavailable(t, "no go toolchain to build cairn-shim with")
 	}
 	e := newTestEnv(t)
-	helper := filepath.Join(t.TempDir(), HelperName)
-	build := exec.Command(gobin, "build", "-o", helper, "cairn/cmd/cairn-shim")
+	shimBin := filepath.Join(t.TempDir(), HelperName)
+	build := exec.Command(gobin, "build", "-o", shimBin, "cairn/cmd/cairn-shim")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cairn-shim: %v\n%s", err, out)
 	}
-	e.cfg.HelperBinary = helper
+	e.cfg.HelperBinary = shimBin
 	e.rt = e.newRuntime()
 
 	sb := e.runPod("helper")
 	id := e.start(sb, container("sleeper", "sh", "-c", "echo up; sleep 30"))
-	st, _, err := readState(e.rt.containerDir(id))
+	st, _, err := helper.ReadState(e.rt.containerDir(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", st.ShimPID)); err != nil || exe != helper {
-		t.Errorf("the shim runs %q (%v), want %s", exe, err, helper)
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", st.ShimPID)); err != nil || exe != shimBin {
+		t.Errorf("the shim runs %q (%v), want %s", exe, err, shimBin)
 	}
 	e.waitLog(e.status(id).LogPath, "up", 5*time.Second)
 	resp, err := e.execSync(id, 5, "sh", "-c", "echo in=$$")

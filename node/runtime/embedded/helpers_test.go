@@ -18,6 +18,8 @@ import (
 	"cairn/internal/testimage"
 	"cairn/node/images"
 	"cairn/node/network"
+	"cairn/node/runtime/embedded/cgroups"
+	"cairn/node/runtime/embedded/helper"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -69,7 +71,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		Logger:     slog.New(slog.DiscardHandler),
 		// The test binary itself, through TestMain: an installed
 		// cairn-shim may belong to another version.
-		HelperBinary: selfExe,
+		HelperBinary: helper.SelfExe,
 	}
 	e.nodeNS = filepath.Join(dir, "node-netns")
 	if err := network.NewNetNS(e.nodeNS); err != nil {
@@ -128,8 +130,8 @@ func (e *testEnv) cleanup() {
 	if err := network.RemoveNetNS(e.nodeNS); err != nil {
 		e.t.Errorf("cleanup: %v", err)
 	}
-	if layout, err := detectCgroups(); err == nil {
-		if err := layout.paths(e.cfg.CgroupRoot).remove(); err != nil {
+	if layout, err := cgroups.Detect(); err == nil {
+		if err := layout.Paths(e.cfg.CgroupRoot).Remove(); err != nil {
 			e.t.Errorf("cleanup: %v", err)
 		}
 	}

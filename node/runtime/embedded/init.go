@@ -1,23 +1,11 @@
 package embedded
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-)
 
-// Hidden first arguments that turn the agent's binary into one of the
-// runtime's helper processes.
-const (
-	shimCommand = "__container-shim"
-	initCommand = "__container-init"
-	execCommand = "__container-exec"
+	"cairn/node/runtime/embedded/helper"
 )
-
-// selfExe is the running binary, even if the file was replaced or
-// deleted since it started: the fallback helper binary of the agent,
-// and the binary a shim runs as the container's init.
-const selfExe = "/proc/self/exe"
 
 // HelperName is the name of the small helper binary the runtime runs as
 // container shim, init and exec helper (see cmd/cairn-shim). Re-executing
@@ -38,7 +26,7 @@ func findHelper() string {
 			return p
 		}
 	}
-	return selfExe
+	return helper.SelfExe
 }
 
 // MaybeRunInit turns the process into a container shim, init or exec
@@ -51,27 +39,6 @@ func findHelper() string {
 //		embedded.MaybeRunInit()
 //		os.Exit(m.Run())
 //	}
-func MaybeRunInit() {
-	if len(os.Args) < 2 {
-		return
-	}
-	var code int
-	switch os.Args[1] {
-	case shimCommand:
-		code = runShim(os.Args[2:])
-	case initCommand:
-		code = runInit(os.Args[2:])
-	case execCommand:
-		code = runExec(os.Args[2:])
-	default:
-		return
-	}
-	os.Exit(code)
-}
-
-// helperUsage reports a helper started with the wrong arguments: only
-// this package starts them.
-func helperUsage(name string, args []string) int {
-	fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q (this is an internal command of the container runtime)\n", name, args)
-	return 2
-}
+//
+// The small helper binary calls helper.MaybeRun instead, which this is.
+func MaybeRunInit() { helper.MaybeRun() }

@@ -2,14 +2,12 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"cairn/node/runtime/embedded/helper"
 
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -36,7 +34,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, err
 	}
 	dir := r.containerDir(c.ID)
-	if _, started, err := readState(dir); err != nil || started {
+	if _, started, err := helper.ReadState(dir); err != nil || started {
 		return nil, fmt.Errorf("embedded: container %s was already started: containers start once (%v)", c.ID, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -44,7 +42,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		ctx, cancel = context.WithTimeout(ctx, shimStartTimeout)
 		defer cancel()
 	}
-	pid, err := r.startShim(ctx, dir)
+	pid, err := helper.StartShim(ctx, r.cfg.HelperBinary, dir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: starting container %s: %w", c.ID, err)
 	}
@@ -52,74 +50,24 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// startShim runs the shim of the container in dir in its own session,
-// so that it outlives the agent, and waits for its report.
-func (r *Runtime) startShim(ctx context.Context, dir string) (int, error) {
-	reportR, reportW, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	defer reportR.Close()
-	shimLog, err := os.OpenFile(filepath.Join(dir, "shim.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		reportW.Close()
-		return 0, err
-	}
-	cmd := &exec.Cmd{
-		Path:        r.cfg.HelperBinary,
-		Args:        []string{r.cfg.HelperBinary, shimCommand, dir},
-		Env:         []string{},
-		Stdout:      shimLog,
-		Stderr:      shimLog,
-		ExtraFiles:  []*os.File{reportW},
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	err = cmd.Start()
-	reportW.Close()
-	shimLog.Close()
-	if err != nil {
-		return 0, fmt.Errorf("running the shim: %w", err)
-	}
-	// Reap the shim if it exits while we run; after an agent restart,
-	// whoever adopted it does.
-	go cmd.Wait()
-	got := make(chan shimReport, 1)
-	go func() {
-		var rep shimReport
-		if err := json.NewDecoder(reportR).Decode(&rep); err != nil {
-			rep.Error = fmt.Sprintf("the shim exited without a report (see %s): %v", filepath.Join(dir, "shim.log"), err)
-		}
-		got <- rep
-	}()
-	select {
-	case rep := <-got:
-		if rep.Error != "" {
-			return 0, errors.New(rep.Error)
-		}
-		return rep.PID, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-}
-
 // currentState returns a container's process state, noticing a shim
 // that died without recording the exit (killed, or lost in a reboot).
-func (r *Runtime) currentState(c *containerRecord) (procState, bool) {
+func (r *Runtime) currentState(c *containerRecord) (helper.State, bool) {
 	dir := r.containerDir(c.ID)
-	st, started, err := readState(dir)
-	if err != nil || !started || !st.Running || alive(st.ShimPID, st.ShimStart) {
+	st, started, err := helper.ReadState(dir)
+	if err != nil || !started || !st.Running || helper.Alive(st.ShimPID, st.ShimStart) {
 		return st, started
 	}
 	// Read again: the shim may have written the exit just before going.
-	if st, _, err = readState(dir); err != nil || !st.Running {
+	if st, _, err = helper.ReadState(dir); err != nil || !st.Running {
 		return st, true
 	}
-	if alive(st.PID, st.PIDStart) {
+	if helper.Alive(st.PID, st.PIDStart) {
 		return st, true // unsupervised, but running
 	}
 	st.Running, st.FinishedAt, st.ExitCode = false, r.now().UnixNano(), 255
-	st.Reason, st.Message = reasonUnknown, "the container's shim exited before recording the container's exit"
-	if err := writeState(dir, st); err != nil {
+	st.Reason, st.Message = helper.ReasonUnknown, "the container's shim exited before recording the container's exit"
+	if err := helper.WriteState(dir, st); err != nil {
 		r.log.Warn("recording a lost container", "id", c.ID, "err", err)
 	}
 	return st, true
@@ -127,7 +75,7 @@ func (r *Runtime) currentState(c *containerRecord) (procState, bool) {
 
 // signalProcess sends sig to the container's main process, if it is still the
 // process that was started (never to a process that reused its pid).
-func signalProcess(st procState, sig syscall.Signal) error {
+func signalProcess(st helper.State, sig syscall.Signal) error {
 	fd, err := unix.PidfdOpen(st.PID, 0)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
@@ -136,7 +84,7 @@ func signalProcess(st procState, sig syscall.Signal) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if !alive(st.PID, st.PIDStart) {
+	if !helper.Alive(st.PID, st.PIDStart) {
 		return nil
 	}
 	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
@@ -179,8 +127,8 @@ func (r *Runtime) stopContainer(ctx context.Context, c *containerRecord, timeout
 		return nil
 	}
 	if timeout > 0 {
-		var sp spec
-		if err := readJSON(filepath.Join(r.containerDir(c.ID), "spec.json"), &sp); err != nil {
+		sp, err := helper.ReadSpec(r.containerDir(c.ID))
+		if err != nil {
 			return err
 		}
 		sig := syscall.Signal(sp.StopSignal)
@@ -216,15 +164,15 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 		return nil, err
 	}
 	st, _ := r.currentState(c)
-	if !st.Running || !alive(st.ShimPID, st.ShimStart) {
+	if !st.Running || !helper.Alive(st.ShimPID, st.ShimStart) {
 		return nil, fmt.Errorf("embedded: container %s is not running: no log to reopen", c.ID)
 	}
-	if err := signalProcess(procState{PID: st.ShimPID, PIDStart: st.ShimStart}, syscall.SIGUSR1); err != nil {
+	if err := signalProcess(helper.State{PID: st.ShimPID, PIDStart: st.ShimStart}, syscall.SIGUSR1); err != nil {
 		return nil, fmt.Errorf("embedded: asking the shim of %s to reopen its log: %w", c.ID, err)
 	}
 	deadline := time.Now().Add(reopenTimeout)
 	for {
-		now, _, err := readState(r.containerDir(c.ID))
+		now, _, err := helper.ReadState(r.containerDir(c.ID))
 		if err == nil && now.LogReopens > st.LogReopens {
 			return &runtimeapi.ReopenContainerLogResponse{}, nil
 		}

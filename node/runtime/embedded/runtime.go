@@ -17,6 +17,8 @@ import (
 	"cairn/node/images"
 	"cairn/node/network"
 	cairnruntime "cairn/node/runtime"
+	"cairn/node/runtime/embedded/cgroups"
+	"cairn/node/runtime/embedded/helper"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -68,7 +70,7 @@ type Runtime struct {
 	cfg     Config
 	log     *slog.Logger
 	now     func() time.Time
-	cgroups cgroupLayout
+	cgroups cgroups.Layout
 	overlay bool
 
 	mu         sync.Mutex
@@ -120,11 +122,11 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("embedded: %w", err)
 		}
 	}
-	layout, err := detectCgroups()
+	layout, err := cgroups.Detect()
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := layout.v1["memory"]; !ok && layout.v2 == "" {
+	if _, ok := layout.V1["memory"]; !ok && layout.V2 == "" {
 		r.log.Warn("no cgroup hierarchy found: container limits will not be enforced")
 	}
 	r.cgroups = layout
@@ -153,7 +155,7 @@ func (r *Runtime) load() error {
 	}
 	for _, e := range sandboxes {
 		rec := &sandboxRecord{}
-		if err := readJSON(filepath.Join(r.sandboxDir(e.Name()), "sandbox.json"), rec); err != nil {
+		if err := helper.ReadJSON(filepath.Join(r.sandboxDir(e.Name()), "sandbox.json"), rec); err != nil {
 			r.log.Warn("dropping an unreadable sandbox", "id", e.Name(), "err", err)
 			os.RemoveAll(r.sandboxDir(e.Name()))
 			continue
@@ -162,7 +164,7 @@ func (r *Runtime) load() error {
 		// come back, the kubelet will make a new one.
 		if rec.Ready && rec.NetNS != "" && !network.IsNetNS(rec.NetNS) {
 			rec.Ready = false
-			if err := writeJSON(filepath.Join(r.sandboxDir(rec.ID), "sandbox.json"), rec); err != nil {
+			if err := helper.WriteJSON(filepath.Join(r.sandboxDir(rec.ID), "sandbox.json"), rec); err != nil {
 				return err
 			}
 		}
@@ -177,7 +179,7 @@ func (r *Runtime) load() error {
 			continue
 		}
 		rec := &containerRecord{}
-		if err := readJSON(filepath.Join(r.containerDir(e.Name()), "container.json"), rec); err != nil {
+		if err := helper.ReadJSON(filepath.Join(r.containerDir(e.Name()), "container.json"), rec); err != nil {
 			r.log.Warn("dropping an unreadable container", "id", e.Name(), "err", err)
 			os.RemoveAll(r.containerDir(e.Name()))
 			continue

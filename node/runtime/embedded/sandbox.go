@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"cairn/node/network"
+	"cairn/node/runtime/embedded/helper"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -40,7 +41,7 @@ func (sb *sandboxRecord) config() *runtimeapi.PodSandboxConfig {
 }
 
 func (r *Runtime) saveSandbox(sb *sandboxRecord) error {
-	return writeJSON(filepath.Join(r.sandboxDir(sb.ID), "sandbox.json"), sb)
+	return helper.WriteJSON(filepath.Join(r.sandboxDir(sb.ID), "sandbox.json"), sb)
 }
 
 // RunPodSandbox creates a sandbox: a network namespace attached to the
@@ -214,7 +215,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 			return nil, err
 		}
 	}
-	if err := r.cgroups.paths(filepath.Join(r.cfg.CgroupRoot, sb.ID)).remove(); err != nil {
+	if err := r.cgroups.Paths(filepath.Join(r.cfg.CgroupRoot, sb.ID)).Remove(); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(r.sandboxDir(sb.ID)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"cairn/node/images"
+	"cairn/node/runtime/embedded/helper"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
@@ -208,8 +209,8 @@ func stopSignal(cfg *runtimeapi.ContainerConfig, img v1.Config) int {
 }
 
 // mountsOf converts the CRI mounts to bind mounts.
-func mountsOf(cfg *runtimeapi.ContainerConfig) ([]mountSpec, error) {
-	var out []mountSpec
+func mountsOf(cfg *runtimeapi.ContainerConfig) ([]helper.Mount, error) {
+	var out []helper.Mount
 	for _, m := range cfg.GetMounts() {
 		if m.GetImage() != nil {
 			return nil, fmt.Errorf("embedded: image volumes (for %s) are not supported", m.GetContainerPath())
@@ -224,7 +225,7 @@ func mountsOf(cfg *runtimeapi.ContainerConfig) ([]mountSpec, error) {
 		case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
 			prop = "rshared"
 		}
-		out = append(out, mountSpec{Source: m.GetHostPath(), Target: path.Clean(m.GetContainerPath()), Readonly: m.GetReadonly(), Propagation: prop})
+		out = append(out, helper.Mount{Source: m.GetHostPath(), Target: path.Clean(m.GetContainerPath()), Readonly: m.GetReadonly(), Propagation: prop})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package embedded
+package helper
 
 import (
 	"bufio"
@@ -41,11 +41,11 @@ func (l *criLog) reopen() error {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
-		return fmt.Errorf("embedded: %w", err)
+		return fmt.Errorf("helper: %w", err)
 	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
-		return fmt.Errorf("embedded: opening log %s: %w", l.path, err)
+		return fmt.Errorf("helper: opening log %s: %w", l.path, err)
 	}
 	l.mu.Lock()
 	old := l.f

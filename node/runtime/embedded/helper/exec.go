@@ -1,10 +1,9 @@
-package embedded
+package helper
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"syscall"
 
@@ -12,10 +11,11 @@ import (
 )
 
 // Exit codes of the exec helper when the command cannot run, as shells
-// use them.
+// use them: ExitCannotExec when it cannot run, ExitNotFound when it is
+// not in the container.
 const (
-	exitCannotExec = 126
-	exitNotFound   = 127
+	ExitCannotExec = 126
+	ExitNotFound   = 127
 )
 
 // runExec is the main of the exec helper: `__container-exec DIR -- CMD
@@ -30,7 +30,7 @@ const (
 // volumes and /proc included.
 func runExec(args []string) int {
 	if len(args) < 3 || args[1] != "--" {
-		return helperUsage(execCommand, args)
+		return usage(execCommand, args)
 	}
 	code, err := execIn(args[0], args[2:])
 	if err != nil {
@@ -40,21 +40,21 @@ func runExec(args []string) int {
 }
 
 func execIn(dir string, argv []string) (int, error) {
-	var sp spec
-	if err := readJSON(filepath.Join(dir, "spec.json"), &sp); err != nil {
-		return exitCannotExec, err
+	sp, err := ReadSpec(dir)
+	if err != nil {
+		return ExitCannotExec, err
 	}
-	st, ok, err := readState(dir)
-	if err != nil || !ok || !st.Running || !alive(st.PID, st.PIDStart) {
-		return exitCannotExec, fmt.Errorf("container %s is not running", sp.ID)
+	st, ok, err := ReadState(dir)
+	if err != nil || !ok || !st.Running || !Alive(st.PID, st.PIDStart) {
+		return ExitCannotExec, fmt.Errorf("container %s is not running", sp.ID)
 	}
 	root := fmt.Sprintf("/proc/%d/root", st.PID)
 	path, err := lookPathIn(root, argv[0], sp.Env)
 	if err != nil {
-		return exitNotFound, err
+		return ExitNotFound, err
 	}
-	if err := sp.Cgroups.addProcess(os.Getpid()); err != nil {
-		return exitCannotExec, err
+	if err := sp.Cgroups.AddProcess(os.Getpid()); err != nil {
+		return ExitCannotExec, err
 	}
 	// Namespaces and capabilities are per thread: the command is forked
 	// from this one.
@@ -65,20 +65,20 @@ func execIn(dir string, argv []string) (int, error) {
 	}{{"ipc", unix.CLONE_NEWIPC}, {"uts", unix.CLONE_NEWUTS}, {"net", unix.CLONE_NEWNET}, {"pid", unix.CLONE_NEWPID}} {
 		fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/%s", st.PID, ns.name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return exitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
+			return ExitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
 		}
 		err = unix.Setns(fd, ns.flag)
 		unix.Close(fd)
 		if err != nil {
-			return exitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
+			return ExitCannotExec, fmt.Errorf("joining the container's %s namespace: %w", ns.name, err)
 		}
 	}
 	if err := dropBoundingCaps(sp.Caps); err != nil {
-		return exitCannotExec, err
+		return ExitCannotExec, err
 	}
 	if sp.NoNewPrivs {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return exitCannotExec, err
+			return ExitCannotExec, err
 		}
 	}
 	cmd := &exec.Cmd{
@@ -98,8 +98,8 @@ func execIn(dir string, argv []string) (int, error) {
 		},
 	}
 	if err := cmd.Start(); err != nil {
-		return exitCannotExec, fmt.Errorf("exec %s: %w", argv[0], err)
+		return ExitCannotExec, fmt.Errorf("exec %s: %w", argv[0], err)
 	}
 	cmd.Wait()
-	return exitCode(cmd.ProcessState), nil
+	return ExitCode(cmd.ProcessState), nil
 }

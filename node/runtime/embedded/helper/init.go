@@ -1,4 +1,4 @@
-package embedded
+package helper
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"cairn/node/images"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +20,7 @@ import (
 // failure: on success it becomes the container's command.
 func runInit(args []string) int {
 	if len(args) != 1 {
-		return helperUsage(initCommand, args)
+		return usage(initCommand, args)
 	}
 	fail := os.NewFile(4, "fail")
 	// A successful exec closes the failure pipe, which the shim reads
@@ -34,8 +32,8 @@ func runInit(args []string) int {
 }
 
 func containerInit(dir string, goPipe *os.File) error {
-	var sp spec
-	if err := readJSON(filepath.Join(dir, "spec.json"), &sp); err != nil {
+	sp, err := ReadSpec(dir)
+	if err != nil {
 		return err
 	}
 	root := filepath.Join(dir, "rootfs")
@@ -79,7 +77,7 @@ func containerInit(dir string, goPipe *os.File) error {
 
 // dropPrivileges reduces the calling thread to the container's
 // capabilities and user. The caller has locked its OS thread.
-func dropPrivileges(sp *spec) error {
+func dropPrivileges(sp *Spec) error {
 	if err := dropBoundingCaps(sp.Caps); err != nil {
 		return err
 	}
@@ -123,7 +121,7 @@ func lookPathIn(root, name string, env []string) (string, error) {
 			d = "."
 		}
 		p := filepath.Join(d, name)
-		host, err := images.ResolveIn(root, p)
+		host, err := resolveIn(root, p)
 		if err != nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package embedded
+package helper
 
 import (
 	"encoding/json"
@@ -8,13 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
-
-	"cairn/node/network"
 )
 
 // shimReport is the one message a shim sends the agent, on its fd 3,
@@ -30,10 +27,11 @@ type shimReport struct {
 const copyDrain = 2 * time.Second
 
 // runShim is the main of the shim process: `__container-shim DIR`, with
-// the report pipe as fd 3 and stdout/stderr going to DIR/shim.log.
+// the report pipe as fd 3 and stdout/stderr going to DIR/shim.log (see
+// StartShim).
 func runShim(args []string) int {
 	if len(args) != 1 {
-		return helperUsage(shimCommand, args)
+		return usage(shimCommand, args)
 	}
 	s := &shim{dir: args[0], report: os.NewFile(3, "report")}
 	if err := s.run(); err != nil {
@@ -49,14 +47,14 @@ type shim struct {
 	report *os.File
 
 	mu sync.Mutex
-	st procState
+	st State
 }
 
-func (s *shim) saveState(update func(*procState)) error {
+func (s *shim) saveState(update func(*State)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	update(&s.st)
-	return writeState(s.dir, s.st)
+	return WriteState(s.dir, s.st)
 }
 
 // sendReport tells the agent how the start went and closes the pipe.
@@ -71,9 +69,9 @@ func (s *shim) sendReport(r shimReport) {
 
 // fail records a failed start and tells the agent.
 func (s *shim) fail(err error) error {
-	s.saveState(func(st *procState) {
+	s.saveState(func(st *State) {
 		st.Running, st.FinishedAt, st.ExitCode = false, time.Now().UnixNano(), 128
-		st.Reason, st.Message = reasonStartError, err.Error()
+		st.Reason, st.Message = ReasonStartError, err.Error()
 	})
 	s.sendReport(shimReport{Error: err.Error()})
 	return err
@@ -87,10 +85,10 @@ func (s *shim) run() error {
 	reopen := make(chan os.Signal, 1)
 	signal.Notify(reopen, syscall.SIGUSR1)
 
-	start, _ := procStartTime(os.Getpid())
-	s.st = procState{ShimPID: os.Getpid(), ShimStart: start}
-	var sp spec
-	if err := readJSON(filepath.Join(s.dir, "spec.json"), &sp); err != nil {
+	start, _ := ProcStartTime(os.Getpid())
+	s.st = State{ShimPID: os.Getpid(), ShimStart: start}
+	sp, err := ReadSpec(s.dir)
+	if err != nil {
 		return s.fail(err)
 	}
 	log, err := openCRILog(sp.LogPath, time.Now)
@@ -103,8 +101,8 @@ func (s *shim) run() error {
 	if err != nil {
 		return s.fail(err)
 	}
-	pidStart, _ := procStartTime(proc.Process.Pid)
-	if err := s.saveState(func(st *procState) {
+	pidStart, _ := ProcStartTime(proc.Process.Pid)
+	if err := s.saveState(func(st *State) {
 		st.PID, st.PIDStart, st.Running, st.StartedAt = proc.Process.Pid, pidStart, true, time.Now().UnixNano()
 	}); err != nil {
 		proc.Process.Kill()
@@ -126,7 +124,7 @@ func (s *shim) run() error {
 			if err := log.reopen(); err != nil {
 				fmt.Fprintln(os.Stderr, "shim:", err)
 			}
-			s.saveState(func(st *procState) { st.LogReopens++ })
+			s.saveState(func(st *State) { st.LogReopens++ })
 		}
 	}()
 
@@ -141,15 +139,15 @@ func (s *shim) run() error {
 		outR.Close()
 		errR.Close()
 	}
-	code := exitCode(proc.ProcessState)
-	reason := reasonCompleted
+	code := ExitCode(proc.ProcessState)
+	reason := ReasonCompleted
 	switch {
-	case sp.Cgroups.oomKills() > 0:
-		reason = reasonOOMKilled
+	case sp.Cgroups.OOMKills() > 0:
+		reason = ReasonOOMKilled
 	case code != 0:
-		reason = reasonError
+		reason = ReasonError
 	}
-	return s.saveState(func(st *procState) {
+	return s.saveState(func(st *State) {
 		st.Running, st.FinishedAt, st.ExitCode, st.Reason = false, time.Now().UnixNano(), int32(code), reason
 	})
 }
@@ -157,7 +155,7 @@ func (s *shim) run() error {
 // startInit starts the container's init in new namespaces, places it in
 // the container's cgroups, lets it exec the command, and returns once
 // the exec succeeded, with the read ends of the output pipes.
-func (s *shim) startInit(sp *spec) (proc *exec.Cmd, outR, errR *os.File, err error) {
+func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, outR, errR *os.File, err error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, nil, err
@@ -179,7 +177,7 @@ func (s *shim) startInit(sp *spec) (proc *exec.Cmd, outR, errR *os.File, err err
 	defer goW.Close()
 	defer failR.Close()
 	proc = &exec.Cmd{
-		Path:       selfExe,
+		Path:       SelfExe,
 		Args:       []string{os.Args[0], initCommand, s.dir},
 		Env:        []string{},
 		Stdout:     outW,
@@ -192,7 +190,7 @@ func (s *shim) startInit(sp *spec) (proc *exec.Cmd, outR, errR *os.File, err err
 	}
 	// Started from a thread inside the sandbox's network namespace, the
 	// init is born in it.
-	err = network.InNetNS(sp.NetNS, proc.Start)
+	err = inNetNS(sp.NetNS, proc.Start)
 	for _, f := range []*os.File{outW, errW, goR, failW} {
 		f.Close()
 	}
@@ -206,7 +204,7 @@ func (s *shim) startInit(sp *spec) (proc *exec.Cmd, outR, errR *os.File, err err
 		errR.Close()
 		return nil, nil, nil, err
 	}
-	if err := sp.Cgroups.addProcess(proc.Process.Pid); err != nil {
+	if err := sp.Cgroups.AddProcess(proc.Process.Pid); err != nil {
 		return abort(err)
 	}
 	if sp.OOMScoreAdj != 0 {
@@ -226,16 +224,4 @@ func (s *shim) startInit(sp *spec) (proc *exec.Cmd, outR, errR *os.File, err err
 		return nil, nil, nil, errors.New(string(msg))
 	}
 	return proc, outR, errR, nil
-}
-
-// exitCode is a process's exit status as shells report it: the code it
-// exited with, or 128 plus the signal that killed it.
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return 255
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

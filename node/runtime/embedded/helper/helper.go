@@ -1,0 +1,55 @@
+package helper
+
+import (
+	"fmt"
+	"os"
+)
+
+// Hidden first arguments that turn a binary calling MaybeRun into one of
+// the runtime's helper processes.
+const (
+	shimCommand = "__container-shim"
+	initCommand = "__container-init"
+	execCommand = "__container-exec"
+)
+
+// SelfExe is the running binary, even if the file was replaced or
+// deleted since it started: the fallback helper binary of the agent,
+// and the binary a shim runs as the container's init.
+const SelfExe = "/proc/self/exe"
+
+// MaybeRun turns the process into a container shim, init or exec helper
+// when it was started as one, and never returns then. Otherwise it
+// returns at once. The main of any binary the runtime may run as its
+// helper calls it first thing.
+func MaybeRun() {
+	if len(os.Args) < 2 {
+		return
+	}
+	var code int
+	switch os.Args[1] {
+	case shimCommand:
+		code = runShim(os.Args[2:])
+	case initCommand:
+		code = runInit(os.Args[2:])
+	case execCommand:
+		code = runExec(os.Args[2:])
+	default:
+		return
+	}
+	os.Exit(code)
+}
+
+// ExecArgs returns the argv that makes binary the exec helper running
+// cmd in the container whose state is in dir. The helper exits with
+// cmd's status, or ExitCannotExec or ExitNotFound.
+func ExecArgs(binary, dir string, cmd []string) []string {
+	return append([]string{binary, execCommand, dir, "--"}, cmd...)
+}
+
+// usage reports a helper started with the wrong arguments: only the
+// runtime starts them.
+func usage(name string, args []string) int {
+	fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q (this is an internal command of the container runtime)\n", name, args)
+	return 2
+}
