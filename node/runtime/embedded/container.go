@@ -39,10 +39,9 @@ func (r *Runtime) containersOf(sandboxID string) []*containerRecord {
 	return out
 }
 
+// config returns the container's CRI config; callers must not change it.
 func (c *containerRecord) config() *runtimeapi.ContainerConfig {
-	cfg := &runtimeapi.ContainerConfig{}
-	protojson.Unmarshal(c.Config, cfg)
-	return cfg
+	return c.decoded.get(c.Config)
 }
 
 func (r *Runtime) saveContainer(c *containerRecord) error {
@@ -207,10 +206,10 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.SandboxID {
 			continue
 		}
-		if !matchLabels(c.labels.get(func() map[string]string { return c.config().GetLabels() }), f.GetLabelSelector()) {
+		cfg := c.config()
+		if !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		cfg := c.config()
 		st, started := r.currentState(c)
 		state := containerState(st, started)
 		if f.GetState() != nil && f.GetState().GetState() != state {
@@ -290,7 +289,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cfg := c.config()
+	cfg := proto.Clone(c.config()).(*runtimeapi.ContainerConfig)
 	if cfg.Linux == nil {
 		cfg.Linux = &runtimeapi.LinuxContainerConfig{}
 	}
@@ -300,6 +299,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	c.Config = raw
+	c.decoded.set(cfg)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, r.saveContainer(c)
 }
 

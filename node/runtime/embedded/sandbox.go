@@ -34,10 +34,9 @@ func (r *Runtime) sandbox(id string) (*sandboxRecord, error) {
 	return sb, nil
 }
 
+// config returns the sandbox's CRI config; callers must not change it.
 func (sb *sandboxRecord) config() *runtimeapi.PodSandboxConfig {
-	cfg := &runtimeapi.PodSandboxConfig{}
-	protojson.Unmarshal(sb.Config, cfg)
-	return cfg
+	return sb.decoded.get(sb.Config)
 }
 
 func (r *Runtime) saveSandbox(sb *sandboxRecord) error {
@@ -275,10 +274,10 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSan
 		if f.GetState() != nil && f.GetState().GetState() != sandboxState(sb) {
 			continue
 		}
-		if !matchLabels(sb.labels.get(func() map[string]string { return sb.config().GetLabels() }), f.GetLabelSelector()) {
+		cfg := sb.config()
+		if !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		cfg := sb.config()
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: sb.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sb), CreatedAt: sb.CreatedAt,
 			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), RuntimeHandler: sb.RuntimeHandler,

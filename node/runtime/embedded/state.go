@@ -3,6 +3,10 @@ package embedded
 import (
 	"encoding/json"
 	"sync/atomic"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // sandboxRecord is a sandbox as stored in sandbox.json.
@@ -19,7 +23,7 @@ type sandboxRecord struct {
 	Hostname       string `json:"hostname"`
 	RuntimeHandler string `json:"runtimeHandler,omitempty"`
 
-	labels labelCache
+	decoded decodedConfig[runtimeapi.PodSandboxConfig]
 }
 
 // containerRecord is a container as stored in container.json.
@@ -36,24 +40,31 @@ type containerRecord struct {
 	ImageRef string `json:"imageRef"`
 	LogPath  string `json:"logPath,omitempty"`
 
-	labels labelCache
+	decoded decodedConfig[runtimeapi.ContainerConfig]
 }
 
-// labelCache holds a record's labels, decoded from its Config once: the
-// kubelet lists a pod's sandboxes and containers by label on every sync,
-// and decoding every record's whole config each time made a node's
-// syncs quadratic in its pods.
-type labelCache struct {
-	p atomic.Pointer[map[string]string]
+// decodedConfig holds a record's Config, decoded once: the kubelet lists
+// and inspects a pod's sandboxes and containers on every sync, and
+// decoding every record's whole config each time made a node's syncs
+// quadratic in its pods and cost a burst of starts a tenth of the
+// agent's CPU.
+type decodedConfig[T any] struct {
+	p atomic.Pointer[T]
 }
 
-// get returns the cached labels, decoding them with decode the first
-// time. The map is shared: callers must not change it.
-func (l *labelCache) get(decode func() map[string]string) map[string]string {
-	if m := l.p.Load(); m != nil {
-		return *m
+// get returns the decoded config. The message is shared: callers must
+// not change it (set replaces it).
+func (d *decodedConfig[T]) get(raw json.RawMessage) *T {
+	if cfg := d.p.Load(); cfg != nil {
+		return cfg
 	}
-	m := decode()
-	l.p.Store(&m)
-	return m
+	cfg := new(T)
+	// Configs are written by this package from valid messages; an
+	// unreadable one yields an empty config, as before.
+	protojson.Unmarshal(raw, any(cfg).(proto.Message))
+	d.p.Store(cfg)
+	return cfg
 }
+
+// set replaces the decoded config after the record's Config changed.
+func (d *decodedConfig[T]) set(cfg *T) { d.p.Store(cfg) }
