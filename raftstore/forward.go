@@ -69,20 +69,29 @@ func newForwarder(s *Server, dial func(ctx context.Context, addr string) (net.Co
 
 func (f *forwarder) run() {
 	var wg sync.WaitGroup
-	wg.Go(f.dropDeposedLeader)
+	wg.Go(f.followLeader)
 	f.sendLoop()
 	wg.Wait()
 	f.closeConn("")
 }
 
-// dropDeposedLeader closes the connection to a leader that lost its
-// place, so that writes waiting on it fail at once (with an unknown
-// outcome) instead of at their timeout.
-func (f *forwarder) dropDeposedLeader() {
+// followLeader closes the connection to a leader that lost its place, so
+// that writes waiting on it fail at once (with an unknown outcome)
+// instead of at their timeout, and connects to a new leader before the
+// first write: the open connection is also how this follower sees the
+// leader's process die (see hasten.go).
+func (f *forwarder) followLeader() {
 	for {
 		changed := f.s.leaderSig.wait()
 		addr, _ := f.s.raft.LeaderWithID()
 		f.closeConn(string(addr))
+		if addr != "" && f.s.raft.State() == raft.Follower {
+			ctx, cancel := context.WithTimeout(f.s.ctx, f.s.cfg.RequestTimeout)
+			if _, err := f.connTo(ctx, string(addr)); err != nil {
+				f.s.log.Debug("connecting to the leader for forwarded writes", "leader_addr", string(addr), "err", err)
+			}
+			cancel()
+		}
 		select {
 		case <-changed:
 		case <-f.s.ctx.Done():
@@ -185,7 +194,7 @@ func (f *forwarder) connTo(ctx context.Context, addr string) (*leaderConn, error
 	if err != nil {
 		return nil, err
 	}
-	f.conn = newLeaderConn(addr, c, forwardMaxAnswerBytes)
+	f.conn = newLeaderConn(addr, c, forwardMaxAnswerBytes, func() { f.s.hastener.leaderConnLost(addr) })
 	return f.conn, nil
 }
 

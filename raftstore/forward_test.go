@@ -34,7 +34,7 @@ func waitAnswer(t *testing.T, ch <-chan answerSeen) answerSeen {
 
 func TestLeaderConnMatchesAnswersToTheirBatches(t *testing.T) {
 	follower, leader := net.Pipe()
-	lc := newLeaderConn("leader", follower, 1<<20)
+	lc := newLeaderConn("leader", follower, 1<<20, nil)
 	defer lc.close()
 
 	first, second := make(chan answerSeen, 1), make(chan answerSeen, 1)
@@ -66,7 +66,7 @@ func TestLeaderConnMatchesAnswersToTheirBatches(t *testing.T) {
 
 func TestLeaderConnLossFailsBatchesInFlight(t *testing.T) {
 	follower, leader := net.Pipe()
-	lc := newLeaderConn("leader", follower, 1<<20)
+	lc := newLeaderConn("leader", follower, 1<<20, nil)
 	inFlight := make(chan answerSeen, 1)
 	go lc.send([]byte("batch"), time.Now().Add(5*time.Second), recordAnswer(inFlight))
 	if _, _, err := readMessage(bufio.NewReader(leader), 1<<20); err != nil {
@@ -92,7 +92,7 @@ func TestLeaderConnLossFailsBatchesInFlight(t *testing.T) {
 
 func TestLeaderConnRefusesAnOversizedAnswer(t *testing.T) {
 	follower, leader := net.Pipe()
-	lc := newLeaderConn("leader", follower, 16)
+	lc := newLeaderConn("leader", follower, 16, nil)
 	inFlight := make(chan answerSeen, 1)
 	go lc.send([]byte("batch"), time.Now().Add(5*time.Second), recordAnswer(inFlight))
 	id, _, err := readMessage(bufio.NewReader(leader), 1<<20)
@@ -142,4 +142,48 @@ func TestForwardedWritesRedialAndRefuseOversizedBatches(t *testing.T) {
 	if err == nil || (errors.As(err, &ne) && ne.Timeout()) {
 		t.Fatalf("the leader kept a connection that announced a 1 TiB batch (read %d, %v)", n, err)
 	}
+}
+
+// A follower that sees the leader's process gone (its connection reset,
+// its port refusing) elects a new leader well before the heartbeat
+// timeout, which is otherwise the least silence it waits, and then
+// returns to the configured timeouts.
+func TestStoppedLeaderIsReplacedBeforeTheHeartbeatTimeout(t *testing.T) {
+	const timeout = 2 * time.Second
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.HeartbeatTimeout, cfg.ElectionTimeout = timeout, timeout })
+	old := c.waitLeader()
+	var followers []*Server
+	for i, s := range c.servers {
+		if i != old {
+			followers = append(followers, s)
+		}
+	}
+	waitFor(t, func() bool {
+		for _, s := range followers {
+			s.forwarder.mu.Lock()
+			conn := s.forwarder.conn
+			s.forwarder.mu.Unlock()
+			if conn == nil || conn.isBroken() {
+				return false
+			}
+		}
+		return true
+	})
+
+	start := time.Now()
+	c.stop(old)
+	c.waitLeader()
+	if took := time.Since(start); took >= timeout {
+		t.Fatalf("a new leader took %v after the leader stopped; the followers waited out the %v heartbeat timeout", took, timeout)
+	} else {
+		t.Logf("new leader %v after the leader stopped (heartbeat timeout %v)", took.Round(time.Millisecond), timeout)
+	}
+	waitFor(t, func() bool {
+		for _, s := range followers {
+			if rc := s.raft.ReloadableConfig(); rc.HeartbeatTimeout != timeout || rc.ElectionTimeout != timeout {
+				return false
+			}
+		}
+		return true
+	})
 }

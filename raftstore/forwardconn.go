@@ -72,9 +72,10 @@ func readMessage(r *bufio.Reader, max int) (uint64, []byte, error) {
 // be in flight on it; its reader goroutine hands each answer to the
 // batch's callback.
 type leaderConn struct {
-	addr string
-	conn net.Conn
-	wmu  sync.Mutex // one message written at a time
+	addr   string
+	conn   net.Conn
+	wmu    sync.Mutex // one message written at a time
+	onLost func()     // the leader closed or reset the connection
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -87,8 +88,10 @@ type leaderConn struct {
 // leader cannot have applied it.
 type answerFunc func(answer []byte, sent bool, err error)
 
-func newLeaderConn(addr string, c net.Conn, maxAnswer int) *leaderConn {
-	lc := &leaderConn{addr: addr, conn: c, pending: make(map[uint64]answerFunc)}
+// newLeaderConn starts reading answers from c. onLost, if not nil, runs
+// when the connection breaks without this side closing it.
+func newLeaderConn(addr string, c net.Conn, maxAnswer int, onLost func()) *leaderConn {
+	lc := &leaderConn{addr: addr, conn: c, onLost: onLost, pending: make(map[uint64]answerFunc)}
 	go lc.readLoop(maxAnswer)
 	return lc
 }
@@ -98,7 +101,9 @@ func (lc *leaderConn) readLoop(maxAnswer int) {
 	for {
 		id, body, err := readMessage(r, maxAnswer)
 		if err != nil {
-			lc.close()
+			if lc.close() && lc.onLost != nil {
+				lc.onLost()
+			}
 			return
 		}
 		lc.mu.Lock()
@@ -117,12 +122,13 @@ func (lc *leaderConn) isBroken() bool {
 	return lc.broken
 }
 
-// close fails every batch in flight and closes the connection.
-func (lc *leaderConn) close() {
+// close fails every batch in flight and closes the connection. It
+// reports whether this call closed it.
+func (lc *leaderConn) close() bool {
 	lc.mu.Lock()
 	if lc.broken {
 		lc.mu.Unlock()
-		return
+		return false
 	}
 	lc.broken = true
 	lost := lc.pending
@@ -132,6 +138,7 @@ func (lc *leaderConn) close() {
 	for _, done := range lost {
 		done(nil, true, errForwardConnLost)
 	}
+	return true
 }
 
 // send writes one batch; done runs exactly once, with the answer or the

@@ -46,6 +46,7 @@ type Server struct {
 	metrics   *metrics
 	reads     *readIndexBatcher
 	forwarder *forwarder
+	hastener  *electionHastener
 	lessor    *lessor
 	ready     atomic.Bool // this replica leads and has applied its leader barrier
 	leaderSig *signal     // fires on every leader change
@@ -116,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reads = newReadIndexBatcher(s.leaderReadIndex)
+	s.hastener = &electionHastener{s: s}
 	s.forwarder = newForwarder(s, func(ctx context.Context, addr string) (net.Conn, error) {
 		c, err := transport.DialPeer(ctx, addr, cfg.TLS.peerClient(), sourceIP)
 		if err != nil {
@@ -452,6 +454,12 @@ func (s *Server) Close() error {
 	s.stop.Do(func() {
 		s.ready.Store(false)
 		s.cancel()
+		// Refuse peers at once: a follower whose forwarded-write
+		// connection just closed checks the port to tell a stopped leader
+		// from a broken connection (hasten.go).
+		if s.mux != nil {
+			s.mux.Close()
+		}
 		if s.storeGRPC != nil {
 			stopGRPC(s.storeGRPC)
 		}
@@ -465,9 +473,6 @@ func (s *Server) Close() error {
 		}
 		if s.trans != nil {
 			s.trans.Close()
-		}
-		if s.mux != nil {
-			s.mux.Close()
 		}
 		s.wg.Wait()
 		for i := len(s.closers) - 1; i >= 0; i-- {
