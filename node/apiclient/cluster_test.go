@@ -106,6 +106,10 @@ func (g *gaps) longest(from, to time.Time) time.Duration {
 func TestRequestsAndInformersSurviveAKilledAPIServer(t *testing.T) {
 	c := testcluster.New(t, 3)
 	cs, b := balanced(t, c, 0, 1, 2)
+	// The informer outlives the writer: it must still be watching when
+	// the last write's event arrives.
+	informerCtx, stopInformer := context.WithCancel(context.Background())
+	defer stopInformer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -113,8 +117,8 @@ func TestRequestsAndInformersSurviveAKilledAPIServer(t *testing.T) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
 	cms := factory.Core().V1().ConfigMaps().Informer()
 	cms.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { seen.mark() }})
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), cms.HasSynced) {
+	factory.Start(informerCtx.Done())
+	if !cache.WaitForCacheSync(informerCtx.Done(), cms.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
 
