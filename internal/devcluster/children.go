@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"cairn/node/network"
+	"cairn/internal/nsthread"
 )
 
 // child is a server or agent the supervisor started.
@@ -44,7 +44,7 @@ func startChild(bin, name, kind, logPath, netns string, args []string, onExit fu
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The child is born in the namespace of the thread that forks it.
-	if err := network.InNetNS(netns, cmd.Start); err != nil {
+	if err := nsthread.Run(netns, cmd.Start); err != nil {
 		return nil, fmt.Errorf("devcluster: starting %s: %w", name, err)
 	}
 	c := &child{name: name, kind: kind, log: logPath, cmd: cmd, start: startTimeOf(cmd.Process.Pid), done: make(chan struct{})}

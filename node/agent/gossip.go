@@ -7,8 +7,8 @@ import (
 	"net"
 	"os"
 
+	"cairn/internal/nsthread"
 	"cairn/node/gossip"
-	"cairn/node/network"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -48,7 +48,7 @@ func startGossip(ctx context.Context, cfg *Config, client kubernetes.Interface, 
 		log.Warn("gossip is not encrypted (no --gossip-key-file): anyone who can reach the gossip port can have nodes reported dead")
 	}
 	var g *gossip.Gossip
-	err := network.InNetNS(cfg.NetNS, func() error {
+	err := nsthread.Run(cfg.NetNS, func() error {
 		var err error
 		g, err = gossip.New(gc)
 		return err

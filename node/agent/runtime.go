@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"cairn/internal/nsthread"
 	"cairn/node/images"
 	"cairn/node/kubelet"
 	"cairn/node/network"
@@ -100,7 +101,7 @@ func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRun
 func dialIn(netns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, proto, addr string) (net.Conn, error) {
 		var conn net.Conn
-		err := network.InNetNS(netns, func() error {
+		err := nsthread.Run(netns, func() error {
 			var err error
 			conn, err = (&net.Dialer{}).DialContext(ctx, proto, addr)
 			return err

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"cairn/internal/rootfs"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -22,9 +24,6 @@ const (
 	whiteoutPrefix = ".wh."
 	whiteoutOpaque = ".wh..wh..opq"
 )
-
-// maxSymlinks bounds symlink resolution, as the kernel's ELOOP does.
-const maxSymlinks = 40
 
 // applyLayer applies one uncompressed layer onto the tree at root:
 // entries replace what lower layers left at their paths, and whiteouts
@@ -54,7 +53,7 @@ func applyLayer(ctx context.Context, root string, r io.Reader) error {
 			continue
 		}
 		dirRel, base := path.Split(rel)
-		parent, err := ResolveIn(root, dirRel)
+		parent, err := rootfs.ResolveIn(root, dirRel)
 		if err != nil {
 			return err
 		}
@@ -121,7 +120,7 @@ func createEntry(root, target string, hdr *tar.Header, r io.Reader) error {
 		}
 	case tar.TypeLink:
 		dir, base := path.Split(strings.TrimPrefix(path.Clean("/"+hdr.Linkname), "/"))
-		parent, err := ResolveIn(root, dir)
+		parent, err := rootfs.ResolveIn(root, dir)
 		if err != nil {
 			return err
 		}
@@ -188,46 +187,4 @@ func emptyDir(dir, rel string, added map[string]bool) error {
 func setTimes(p string, mtime time.Time) {
 	ts := unix.NsecToTimespec(mtime.UnixNano())
 	unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
-}
-
-// ResolveIn returns the host path of p inside the tree at root, following
-// symlinks as if root were "/": absolute links and ".." never leave root.
-// Components that do not exist yet are kept as they are. Use it to reach
-// paths of an image's or a container's root filesystem from the host.
-func ResolveIn(root, p string) (string, error) {
-	resolved := ""
-	pending := strings.Split(p, "/")
-	links := 0
-	for len(pending) > 0 {
-		c := pending[0]
-		pending = pending[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			resolved = path.Dir(resolved)
-			if resolved == "." || resolved == "/" {
-				resolved = ""
-			}
-			continue
-		}
-		next := path.Join(resolved, c)
-		fi, err := os.Lstat(filepath.Join(root, next))
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			resolved = next
-			continue
-		}
-		if links++; links > maxSymlinks {
-			return "", fmt.Errorf("images: resolving %s in %s: %w", p, root, unix.ELOOP)
-		}
-		target, err := os.Readlink(filepath.Join(root, next))
-		if err != nil {
-			return "", fmt.Errorf("images: %w", err)
-		}
-		if path.IsAbs(target) {
-			resolved = ""
-		}
-		pending = append(strings.Split(target, "/"), pending...)
-	}
-	return filepath.Join(root, resolved), nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
+
+	"cairn/internal/nsthread"
 )
 
 // Chains the network owns, one per table, each reached by one jump rule
@@ -42,7 +44,7 @@ func (n *Network) iptables(args ...string) error {
 
 // runIn runs a command with stdin in the node's namespace.
 func (n *Network) runIn(stdin []byte, name string, args ...string) error {
-	return InNetNS(n.cfg.NetNS, func() error {
+	return nsthread.Run(n.cfg.NetNS, func() error {
 		cmd := exec.Command(name, args...)
 		if stdin != nil {
 			cmd.Stdin = bytes.NewReader(stdin)

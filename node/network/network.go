@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"cairn/internal/nsthread"
+
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -178,7 +180,7 @@ func (n *Network) SetPodCIDR(cidr string) error {
 	if err := n.ensureBridge(prefix); err != nil {
 		return err
 	}
-	if err := InNetNS(n.cfg.NetNS, func() error {
+	if err := nsthread.Run(n.cfg.NetNS, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
 	}); err != nil {
 		return fmt.Errorf("network: enabling IP forwarding: %w", err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn/internal/nsthread"
 	"cairn/internal/privtest"
 
 	"github.com/vishvananda/netlink"
@@ -45,7 +46,7 @@ func testNS(t *testing.T, path string) string {
 			t.Error(err)
 		}
 	})
-	if err := InNetNS(path, func() error {
+	if err := nsthread.Run(path, func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
@@ -92,7 +93,7 @@ func (n *testNode) pod(t *testing.T, id string) (string, netip.Addr) {
 func echoServer(t *testing.T, ns string, addr netip.Addr) netip.AddrPort {
 	t.Helper()
 	var l net.Listener
-	if err := InNetNS(ns, func() (err error) {
+	if err := nsthread.Run(ns, func() (err error) {
 		l, err = net.Listen("tcp4", netip.AddrPortFrom(addr, 0).String())
 		return err
 	}); err != nil {
@@ -116,7 +117,7 @@ func echoServer(t *testing.T, ns string, addr netip.Addr) netip.AddrPort {
 // the server saw.
 func dialFrom(ns string, target netip.AddrPort) (string, error) {
 	var seen string
-	err := InNetNS(ns, func() error {
+	err := nsthread.Run(ns, func() error {
 		d := net.Dialer{Timeout: time.Second}
 		c, err := d.DialContext(context.Background(), "tcp4", target.String())
 		if err != nil {
@@ -364,7 +365,7 @@ func TestRestartKeepsAddressesAndCollectsOrphans(t *testing.T) {
 func iptablesSave(t *testing.T, ns string) string {
 	t.Helper()
 	var out []byte
-	if err := InNetNS(ns, func() (err error) {
+	if err := nsthread.Run(ns, func() (err error) {
 		out, err = exec.Command("iptables-save").CombinedOutput()
 		return err
 	}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"cairn/internal/nsthread"
 	"cairn/node/network"
 	"cairn/node/runtime/embedded/helper"
 
@@ -116,7 +117,7 @@ func applySysctls(netns string, sysctls map[string]string) error {
 			return fmt.Errorf("embedded: sysctl %s is not supported (only net.* sysctls are)", k)
 		}
 		p := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
-		if err := network.InNetNS(netns, func() error { return os.WriteFile(p, []byte(v), 0o644) }); err != nil {
+		if err := nsthread.Run(netns, func() error { return os.WriteFile(p, []byte(v), 0o644) }); err != nil {
 			return fmt.Errorf("embedded: sysctl %s=%s: %w", k, v, err)
 		}
 	}

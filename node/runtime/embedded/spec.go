@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bufio"
+	"cairn/internal/rootfs"
 	"fmt"
 	"os"
 	"path"
@@ -9,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"cairn/node/images"
 	"cairn/node/runtime/embedded/helper"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -163,8 +163,8 @@ func resolveUser(rootfs, imageUser string, sc *runtimeapi.LinuxContainerSecurity
 
 // readColonFile reads a passwd(5)-style file of the image; a missing
 // file reads as empty.
-func readColonFile(rootfs, p string) [][]string {
-	host, err := images.ResolveIn(rootfs, p)
+func readColonFile(root, p string) [][]string {
+	host, err := rootfs.ResolveIn(root, p)
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"cairn/internal/rootfs"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -121,7 +123,7 @@ func lookPathIn(root, name string, env []string) (string, error) {
 			d = "."
 		}
 		p := filepath.Join(d, name)
-		host, err := resolveIn(root, p)
+		host, err := rootfs.ResolveIn(root, p)
 		if err != nil {
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"cairn/internal/rootfs"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +48,7 @@ func setupRootfs(dir, root string, sp *Spec) error {
 // inRoot resolves a container path to a host path inside root, creating
 // it as a directory or an empty file if missing.
 func inRoot(root, p string, dir bool) (string, error) {
-	target, err := resolveIn(root, p)
+	target, err := rootfs.ResolveIn(root, p)
 	if err != nil {
 		return "", err
 	}
@@ -225,7 +227,7 @@ func mountVolumes(root string, sp *Spec) error {
 // maskPaths hides sensitive kernel files and makes others read-only.
 func maskPaths(root string, sp *Spec) error {
 	for _, p := range sp.MaskedPaths {
-		target, err := resolveIn(root, p)
+		target, err := rootfs.ResolveIn(root, p)
 		if err != nil {
 			return err
 		}
@@ -243,7 +245,7 @@ func maskPaths(root string, sp *Spec) error {
 		}
 	}
 	for _, p := range sp.ReadonlyPaths {
-		target, err := resolveIn(root, p)
+		target, err := rootfs.ResolveIn(root, p)
 		if err != nil {
 			return err
 		}

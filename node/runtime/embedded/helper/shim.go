@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"cairn/internal/nsthread"
 )
 
 // shimReport is the one message a shim sends the agent, on its fd 3,
@@ -190,7 +192,7 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, outR, errR *os.File, err err
 	}
 	// Started from a thread inside the sandbox's network namespace, the
 	// init is born in it.
-	err = inNetNS(sp.NetNS, proc.Start)
+	err = nsthread.Run(sp.NetNS, proc.Start)
 	for _, f := range []*os.File{outW, errW, goR, failW} {
 		f.Close()
 	}

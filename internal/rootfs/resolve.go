@@ -1,4 +1,7 @@
-package helper
+// Package rootfs resolves paths inside a container's or an image's root
+// filesystem from the host. It imports only the standard library and
+// x/sys/unix, so that the runtime's small helper binary can use it.
+package rootfs
 
 import (
 	"fmt"
@@ -11,17 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxSymlinks bounds the symlinks followed resolving one path, as
-// Linux's MAXSYMLINKS does.
+// maxSymlinks bounds the symlinks followed resolving one path, as Linux's
+// MAXSYMLINKS does.
 const maxSymlinks = 40
 
-// resolveIn returns the host path of p inside the tree at root, following
+// ResolveIn returns the host path of p inside the tree at root, following
 // symlinks as if root were "/": absolute links and ".." never leave root.
 // Components that do not exist yet are kept as they are.
-//
-// It resolves paths exactly as the node images package's ResolveIn,
-// which the helper cannot import without the image registry clients.
-func resolveIn(root, p string) (string, error) {
+func ResolveIn(root, p string) (string, error) {
 	resolved := ""
 	pending := strings.Split(p, "/")
 	links := 0
@@ -45,11 +45,11 @@ func resolveIn(root, p string) (string, error) {
 			continue
 		}
 		if links++; links > maxSymlinks {
-			return "", fmt.Errorf("helper: resolving %s in %s: %w", p, root, unix.ELOOP)
+			return "", fmt.Errorf("rootfs: resolving %s in %s: %w", p, root, unix.ELOOP)
 		}
 		target, err := os.Readlink(filepath.Join(root, next))
 		if err != nil {
-			return "", fmt.Errorf("helper: %w", err)
+			return "", fmt.Errorf("rootfs: %w", err)
 		}
 		if path.IsAbs(target) {
 			resolved = ""
