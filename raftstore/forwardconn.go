@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,6 +41,22 @@ const (
 const forwardMaxAnswerBytes = 1 << 30
 
 var errForwardConnLost = errors.New("raftstore: connection to the leader lost")
+
+// leaderDialer returns how a follower opens its channel to the leader's
+// peer port: the peer port's TLS, then the byte that routes it.
+func leaderDialer(clientTLS *tls.Config, sourceIP net.IP) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := transport.DialPeer(ctx, addr, clientTLS, sourceIP)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Write([]byte{transport.ProposeFirstByte}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
 
 // writeMessage writes one id-tagged message in a single Write.
 func writeMessage(w io.Writer, id uint64, body []byte) (int, error) {

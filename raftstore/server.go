@@ -118,17 +118,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.reads = newReadIndexBatcher(s.leaderReadIndex)
 	s.hastener = &electionHastener{s: s}
-	s.forwarder = newForwarder(s, func(ctx context.Context, addr string) (net.Conn, error) {
-		c, err := transport.DialPeer(ctx, addr, cfg.TLS.peerClient(), sourceIP)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := c.Write([]byte{transport.ProposeFirstByte}); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return c, nil
-	})
+	s.forwarder = newForwarder(s, leaderDialer(cfg.TLS.peerClient(), sourceIP))
 	s.lessor = newLessor(s)
 
 	s.peerGRPC = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRequestBytes + grpcOverheadBytes))

@@ -13,7 +13,7 @@ import (
 // the agent uses (grpc, protobuf, k8s.io, go-containerregistry, logrus,
 // netlink...) adds package initialisation to every container start.
 func leanPrefixes() []string {
-	return []string{"cairn/cmd/cairn-shim", "cairn/node/runtime/embedded/helper", "cairn/node/runtime/embedded/cgroups", "cairn/internal/rootfs", "cairn/internal/nsthread", "cairn/internal/devcluster/demoapp", "golang.org/x/sys/"}
+	return []string{"cairn/cmd/cairn-shim", "cairn/node/runtime/embedded/helper", "cairn/node/runtime/embedded/cgroups", "cairn/internal/rootfs", "cairn/internal/nsthread", "cairn/internal/atomicfile", "cairn/internal/devcluster/demoapp", "golang.org/x/sys/"}
 }
 
 // TestBinaryStaysLean fails when cairn-shim links a package beyond its

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"cairn/internal/atomicfile"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,36 +135,13 @@ func EnsureServerToken(ctx context.Context, cs kubernetes.Interface, caHash, pat
 	return t, nil
 }
 
-// writeFileAtomic writes path through a temporary file, so that readers
-// never see half a file, with exactly perm whatever the umask.
+// writeFileAtomic writes path, and the directories above it, so that
+// readers never see half a file and a crash keeps the old or the new.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("bootstrap: writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("bootstrap: writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("bootstrap: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	return nil
+	return atomicfile.Write(path, data, perm, true)
 }
 
 // secretIsToken reports whether s is a token Secret by name and type.

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"cairn/internal/atomicfile"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -110,7 +112,7 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := writeFileAtomic(s.path("oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+	if err := atomicfile.Write(s.path("oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o600, true); err != nil {
 		return nil, err
 	}
 	s.removeStaleTemp()
@@ -282,7 +284,7 @@ func (s *Store) writeIndex(idx *v1.IndexManifest) error {
 	if err != nil {
 		return fmt.Errorf("images: %w", err)
 	}
-	return writeFileAtomic(s.path("index.json"), raw)
+	return atomicfile.Write(s.path("index.json"), raw, 0o600, true)
 }
 
 // commit moves the blobs of a temporary OCI layout into the store and
@@ -416,30 +418,6 @@ func verifyBlob(path, hexSum string) error {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != hexSum {
 		return fmt.Errorf("images: blob sha256:%s is corrupt (its content hashes to sha256:%s)", hexSum, got)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data so that readers see either the
-// old or the new content, never a part.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("images: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("images: %w", err)
 	}
 	return nil
 }

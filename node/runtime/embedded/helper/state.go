@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"cairn/internal/atomicfile"
 	"cairn/node/runtime/embedded/cgroups"
 )
 
@@ -128,20 +129,5 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("helper: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("helper: %w", err)
-	}
-	_, err = tmp.Write(raw)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("helper: %w", err)
-	}
-	return nil
+	return atomicfile.Write(path, raw, 0o600, false)
 }
