@@ -27,20 +27,24 @@ var verbsAll = metav1.Verbs{"create", "delete", "deletecollection", "get", "list
 
 // subresourceVerbs are the verbs each subresource serves.
 var subresourceVerbs = map[string]metav1.Verbs{
-	"status":   {"get", "patch", "update"},
-	"scale":    {"get", "patch", "update"},
-	"binding":  {"create"},
-	"eviction": {"create"},
-	"log":      {"get"},
-	"finalize": {"update"},
+	"status":      {"get", "patch", "update"},
+	"scale":       {"get", "patch", "update"},
+	"binding":     {"create"},
+	"eviction":    {"create"},
+	"log":         {"get"},
+	"exec":        {"create", "get"},
+	"portforward": {"create", "get"},
+	"finalize":    {"update"},
 }
 
 // subresourceKinds are the kinds of the subresources that do not answer
 // with their resource's own kind.
 var subresourceKinds = map[string]schema.GroupVersionKind{
-	"scale":    {Group: "autoscaling", Version: "v1", Kind: "Scale"},
-	"binding":  {Version: "v1", Kind: "Binding"},
-	"eviction": {Group: "policy", Version: "v1", Kind: "Eviction"},
+	"scale":       {Group: "autoscaling", Version: "v1", Kind: "Scale"},
+	"binding":     {Version: "v1", Kind: "Binding"},
+	"eviction":    {Group: "policy", Version: "v1", Kind: "Eviction"},
+	"exec":        {Version: "v1", Kind: "PodExecOptions"},
+	"portforward": {Version: "v1", Kind: "PodPortForwardOptions"},
 }
 
 // resourceVerbs are the verbs r serves: namespaces, as in Kubernetes,

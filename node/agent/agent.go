@@ -203,7 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{TLS: serving, Logs: k, Logger: log.With("component", "kubelet-api"),
+	srv, err := server.New(server.Config{TLS: serving, Logs: k, Streams: k, Logger: log.With("component", "kubelet-api"),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	if err != nil {
 		return err

@@ -12,7 +12,8 @@ import (
 )
 
 // TestNodeOnContainerd runs a pod through containerd (--runtime cri):
-// probes reach it on the CNI bridge, its logs come through the API.
+// probes reach it on the CNI bridge, its logs come through the API, and
+// exec and port-forward reach it through the API.
 func TestNodeOnContainerd(t *testing.T) {
 	n := newContainerdNode(t)
 	node := n.waitNode(t, nodeReady)
@@ -36,4 +37,5 @@ func TestNodeOnContainerd(t *testing.T) {
 	}, func() any { return logs })
 	n.delete(t, "web", 1)
 	n.waitGone(t, "web", 30*time.Second)
+	checkStreams(t, n)
 }

@@ -436,6 +436,10 @@ func TestNode(t *testing.T) {
 		n.delete(t, "swap", 0)
 	})
 
+	t.Run("exec and port-forward reach a pod through the API", func(t *testing.T) {
+		checkStreams(t, n)
+	})
+
 	t.Run("deleting a pod runs preStop, stops it and removes it", func(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "marker")
 		c := corev1.Container{Name: "app", Command: sh("trap 'echo term >> /host/marker; exit 0' TERM; while true; do sleep 0.1; done"),

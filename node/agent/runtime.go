@@ -73,7 +73,7 @@ func newNodeRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRu
 // configuration the runtime writes for the node's podCIDR.
 func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRuntime, error) {
 	rt, err := cri.New(ctx, cri.Config{
-		Socket: cfg.CRISocket, CNIConfDir: cfg.CNIConfDir,
+		Socket: cfg.CRISocket, CNIConfDir: cfg.CNIConfDir, NetNS: cfg.NetNS,
 		CNI:    cri.CNIConfig{IPAMDataDir: filepath.Join(cfg.DataDir, "cni", "networks")},
 		Logger: log.With("component", "runtime"),
 	})

@@ -7,6 +7,7 @@ package runtime
 
 import (
 	"context"
+	"io"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -37,6 +38,42 @@ type Runtime interface {
 	UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error)
 
 	ImageService
+	Streamer
+}
+
+// Streamer runs interactive commands in containers and forwards
+// connections into pods: the kubelet API's exec and portForward. CRI
+// leaves both to a runtime's own streaming server; here they are calls
+// on streams, so the kubelet API serves them the same way for every
+// runtime.
+type Streamer interface {
+	// Exec runs req.Cmd in a running container with the given streams
+	// until it exits or ctx ends, and returns its exit code. An error
+	// means the command could not run or its streams broke.
+	Exec(ctx context.Context, req ExecRequest) (exitCode int, err error)
+	// PortForward connects conn to port on the pod sandbox's loopback
+	// (inside the pod's network namespace) and copies both ways until
+	// either side closes or ctx ends. It closes conn.
+	PortForward(ctx context.Context, sandboxID string, port int32, conn io.ReadWriteCloser) error
+}
+
+// ExecRequest is a command to run in a container and its streams.
+type ExecRequest struct {
+	ContainerID string
+	Cmd         []string
+	// TTY runs the command on a terminal: Stdout then carries its
+	// output and Stderr is unused.
+	TTY bool
+	// Stdin, Stdout and Stderr are nil when not attached.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Resize, with TTY, carries terminal size changes; nil if none.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	Width, Height uint16
 }
 
 // ImageService stores and pulls images.

@@ -1,5 +1,6 @@
 // Package server is the kubelet's HTTPS API (port 10250): container
-// logs for the API server's pods/log, and /healthz. Clients must present
+// logs for the API server's pods/log, exec and portForward for its
+// pods/exec and pods/portforward, and /healthz. Clients must present
 // a certificate of the cluster CA; the API server does.
 package server
 
@@ -53,6 +54,8 @@ type Config struct {
 	Logger        *slog.Logger
 	// Metrics, if set, is served at /metrics to the same clients.
 	Metrics http.Handler
+	// Streams, if set, serves exec and portForward.
+	Streams Streams
 }
 
 // Server serves the kubelet API.
@@ -96,6 +99,13 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.authorized(http.HandlerFunc(s.containerLogs)))
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", s.authorized(s.cfg.Metrics))
+	}
+	if s.cfg.Streams != nil {
+		// GET for websockets, POST for SPDY, as the kubelet takes them.
+		for _, method := range []string{"GET", "POST"} {
+			mux.Handle(method+" /exec/{namespace}/{pod}/{container}", s.authorized(http.HandlerFunc(s.exec)))
+			mux.Handle(method+" /portForward/{namespace}/{pod}", s.authorized(http.HandlerFunc(s.portForward)))
+		}
 	}
 	mux.Handle("/", s.authorized(http.NotFoundHandler()))
 	return mux

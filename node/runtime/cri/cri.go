@@ -49,7 +49,11 @@ type Config struct {
 	// conf_dir, /etc/cni/net.d by default) before passing the call on.
 	CNIConfDir string
 	// CNI tunes that configuration; its PodCIDR comes from the call.
-	CNI    CNIConfig
+	CNI CNIConfig
+	// NetNS is the path of the network namespace containerd runs in,
+	// where its streaming server (exec, port-forward) listens on
+	// loopback; the caller's own when empty.
+	NetNS  string
 	Logger *slog.Logger
 }
 

@@ -22,15 +22,12 @@ const maxExecOutput = 16 << 20
 // and exit code. With a timeout, a command still running then is killed
 // and ExecSync fails with an error wrapping context.DeadlineExceeded.
 func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	c, err := r.container(req.GetContainerId())
+	c, err := r.runningContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
 	if len(req.GetCmd()) == 0 {
 		return nil, errors.New("embedded: ExecSync needs a command")
-	}
-	if st, _ := r.currentState(c); !st.Running {
-		return nil, fmt.Errorf("embedded: container %s is not running", c.ID)
 	}
 	if t := req.GetTimeout(); t > 0 {
 		var cancel context.CancelFunc
@@ -38,16 +35,8 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		defer cancel()
 	}
 	var stdout, stderr capped
-	cmd := &exec.Cmd{
-		Path:   r.cfg.HelperBinary,
-		Args:   helper.ExecArgs(r.cfg.HelperBinary, r.containerDir(c.ID), req.GetCmd()),
-		Env:    []string{},
-		Stdout: &stdout,
-		Stderr: &stderr,
-		// Its own process group, which the command joins: a kill of the
-		// group on timeout takes both.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
+	cmd := r.helperCmd(helper.ExecArgs(r.cfg.HelperBinary, r.containerDir(c.ID), req.GetCmd()))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("embedded: exec in %s: %w", c.ID, err)
 	}
@@ -68,6 +57,31 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		Stderr:   stderr.Bytes(),
 		ExitCode: int32(helper.ExitCode(cmd.ProcessState)),
 	}, nil
+}
+
+// runningContainer returns the container named id if it is running.
+func (r *Runtime) runningContainer(id string) (*containerRecord, error) {
+	c, err := r.container(id)
+	if err != nil {
+		return nil, err
+	}
+	if st, _ := r.currentState(c); !st.Running {
+		return nil, fmt.Errorf("embedded: container %s is not running", c.ID)
+	}
+	return c, nil
+}
+
+// helperCmd returns the command that runs the exec helper with args
+// (from helper.ExecArgs or ExecTTYArgs), with no stdio yet. It gets a
+// process group of its own, which the command joins unless it runs on a
+// terminal: a kill of the group on timeout or cancellation takes both.
+func (r *Runtime) helperCmd(args []string) *exec.Cmd {
+	return &exec.Cmd{
+		Path:        r.cfg.HelperBinary,
+		Args:        args,
+		Env:         []string{},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
 }
 
 // capped is a buffer that keeps the first maxExecOutput bytes.

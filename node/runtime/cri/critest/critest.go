@@ -33,6 +33,7 @@ import (
 	"cairn/internal/testimage"
 	"cairn/node/runtime/cri"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -119,6 +120,17 @@ func Start(t testing.TB) *Containerd {
 		c.cmd.Wait()
 		close(c.exited)
 	}()
+	// containerd's streaming server (exec, port-forward) listens on
+	// loopback, which a new namespace has down.
+	if err := c.InNetNS(func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo)
+	}); err != nil {
+		t.Fatalf("critest: bringing up loopback in containerd's network namespace: %v", err)
+	}
 	c.waitReady()
 	pause, _ := testimage.Pause(t)
 	c.Import(pause)
@@ -154,7 +166,7 @@ func (c *Containerd) waitReady() {
 func (c *Containerd) Runtime() *cri.Runtime {
 	c.t.Helper()
 	rt, err := cri.New(context.Background(), cri.Config{
-		Socket: c.Socket, CNIConfDir: c.CNIConfDir,
+		Socket: c.Socket, CNIConfDir: c.CNIConfDir, NetNS: c.NetNS,
 		CNI: cri.CNIConfig{IPAMDataDir: filepath.Join(c.Prefix, "cni", "ipam")},
 	})
 	if err != nil {

@@ -18,28 +18,34 @@ const (
 	ExitNotFound   = 127
 )
 
-// runExec is the main of the exec helper: `__container-exec DIR -- CMD
-// ARG...`. It joins the running container's cgroups and its IPC, UTS,
-// network and PID namespaces, then runs CMD chrooted into the
+// runExec is the main of the exec helper: `__container-exec DIR [--tty]
+// -- CMD ARG...`. It joins the running container's cgroups and its IPC,
+// UTS, network and PID namespaces, then runs CMD chrooted into the
 // container's root filesystem, with the container's user, environment,
-// working directory and capabilities, and exits with CMD's status.
+// working directory and capabilities, and the helper's stdin, stdout
+// and stderr, and exits with CMD's status.
 //
 // A Go process cannot join another mount namespace (setns refuses
 // multi-threaded callers), so the command reaches the container's
 // filesystem through /proc/PID/root instead, which shows the same tree,
 // volumes and /proc included.
 func runExec(args []string) int {
-	if len(args) < 3 || args[1] != "--" {
+	tty := len(args) > 1 && args[1] == ttyFlag
+	argv := args
+	if tty {
+		argv = append([]string{args[0]}, args[2:]...)
+	}
+	if len(argv) < 3 || argv[1] != "--" {
 		return usage(execCommand, args)
 	}
-	code, err := execIn(args[0], args[2:])
+	code, err := execIn(argv[0], argv[2:], tty)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	return code
 }
 
-func execIn(dir string, argv []string) (int, error) {
+func execIn(dir string, argv []string, tty bool) (int, error) {
 	sp, err := ReadSpec(dir)
 	if err != nil {
 		return ExitCannotExec, err
@@ -86,9 +92,19 @@ func execIn(dir string, argv []string) (int, error) {
 		Args:   argv,
 		Env:    sp.Env,
 		Dir:    sp.Cwd,
+		Stdin:  os.Stdin,
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
+			// On a terminal the command leads a session of its own with
+			// the terminal as its controlling one (Ctty is its stdin),
+			// so that a shell runs interactively with job control and
+			// ^C signals the foreground job, not the helper. It then
+			// leaves the helper's process group: the agent kills its
+			// session itself.
+			Setsid:     tty,
+			Setctty:    tty,
+			Ctty:       0,
 			Chroot:     root,
 			Credential: &syscall.Credential{Uid: sp.UID, Gid: sp.GID, Groups: sp.Groups},
 			// No parent-death signal: Go's check that the parent is

@@ -47,6 +47,19 @@ func ExecArgs(binary, dir string, cmd []string) []string {
 	return append([]string{binary, execCommand, dir, "--"}, cmd...)
 }
 
+// ttyFlag, between the exec helper's DIR and "--", runs the command on
+// the terminal the helper was given as stdin, stdout and stderr. Old
+// agents never pass it, so the helper still accepts their argv.
+const ttyFlag = "--tty"
+
+// ExecTTYArgs is ExecArgs for a command run on a terminal: the helper's
+// stdin, stdout and stderr must be the terminal's slave side, and the
+// command gets it as its controlling terminal, in a session of its own.
+// A helper older than this argv refuses it with a usage error.
+func ExecTTYArgs(binary, dir string, cmd []string) []string {
+	return append([]string{binary, execCommand, dir, ttyFlag, "--"}, cmd...)
+}
+
 // usage reports a helper started with the wrong arguments: only the
 // runtime starts them.
 func usage(name string, args []string) int {

@@ -1,0 +1,119 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn/internal/pki"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// TestPodExecAndPortForwardAreCheckedBeforeTheKubelet covers what the API
+// server answers itself; node/agent's tests run exec and port-forward
+// through it into real pods.
+func TestPodExecAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ctx := ctxT(t)
+	clientCert, err := c.ca.IssueTLS(pki.CertRequest{CommonName: "cairn-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := c.startAPIWith(0, func(cfg *Config, _ string) {
+		cfg.KubeletClientTLS = &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: c.ca.Pool(), MinVersion: tls.VersionTLS12}
+	})
+	cs := c.unthrottledClient(t, i)
+	createNamespace(t, c, "team")
+	// A node whose kubelet port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
+	}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := cs.CoreV1().Pods("team")
+	for _, name := range []string{"running", "done", "pending"} {
+		if _, err := pods.Create(ctx, testPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if name == "pending" {
+			continue
+		}
+		if err := pods.Bind(ctx, binding(name, "n1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		if name == "done" {
+			p.Status.Phase = corev1.PodSucceeded
+		}
+		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	exec := func(pod string, opts *corev1.PodExecOptions) error {
+		return cs.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name(pod).SubResource("exec").
+			VersionedParams(opts, scheme.ParameterCodec).Do(ctx).Error()
+	}
+	forward := func(pod, ports string) error {
+		req := cs.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name(pod).SubResource("portforward")
+		if ports != "" {
+			req = req.Param("ports", ports)
+		}
+		return req.Do(ctx).Error()
+	}
+	for _, tt := range []struct {
+		name string
+		call func() error
+		code int
+		want string
+	}{
+		{"ExecNeedsACommand", func() error { return exec("running", &corev1.PodExecOptions{Stdout: true}) }, http.StatusBadRequest, "at least one command"},
+		{"ExecOfAMissingContainer", func() error {
+			return exec("running", &corev1.PodExecOptions{Container: "nope", Command: []string{"sh"}, Stdout: true})
+		}, http.StatusBadRequest, "container nope is not valid for pod running"},
+		{"ExecInACompletedPod", func() error { return exec("done", &corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}) },
+			http.StatusBadRequest, "cannot exec into a container in a completed pod; current phase is Succeeded"},
+		{"ExecInAnUnscheduledPod", func() error { return exec("pending", &corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}) },
+			http.StatusBadRequest, "does not have a host assigned"},
+		{"ExecWithTheKubeletDown", func() error { return exec("running", &corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}) },
+			http.StatusServiceUnavailable, "reaching the kubelet of node n1"},
+		{"PortForwardToABadPort", func() error { return forward("running", "8080,0") }, http.StatusBadRequest, `invalid port "0"`},
+		{"PortForwardToANotRunningPod", func() error { return forward("done", "") }, http.StatusBadRequest, "pod done is not running"},
+		{"PortForwardWithTheKubeletDown", func() error { return forward("running", "8080") }, http.StatusServiceUnavailable, "reaching the kubelet of node n1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || int(status.Status().Code) != tt.code || !strings.Contains(status.Status().Message, tt.want) {
+				t.Fatalf("got %v, want a %d with %q", err, tt.code, tt.want)
+			}
+		})
+	}
+}
