@@ -15,6 +15,7 @@ import (
 	"cairn/internal/testimage"
 	"cairn/node/agent"
 	"cairn/node/runtime/embedded"
+	"cairn/scheduler"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,11 +32,12 @@ const (
 
 // BenchmarkPodStartup measures pod startup latency, from the create call
 // to the pod seen Running through a watch, for both runtimes side by
-// side: 100 pods bound to two agents (so the scheduler is out of the
-// measurement) on a one-replica control plane (the node side is what is
-// measured; test/podbench measures a whole `cairn dev` cluster), created
-// at once by 10 clients. Each run reports the p50 and p99 in
-// milliseconds.
+// side: 100 pods on two agents on a one-replica control plane (the node
+// side is what is measured; test/podbench measures a whole `cairn dev`
+// cluster), created at once by 10 clients. The pods are bound to the
+// agents in advance, so the scheduler is out of the measurement, except
+// in embedded-scheduled, where a scheduler on the control plane places
+// them. Each run reports the p50 and p99 in milliseconds.
 //
 //	make build && go test ./node/agent -run '^$' -bench PodStartup -benchtime 1x
 //
@@ -44,11 +46,13 @@ const (
 func BenchmarkPodStartup(b *testing.B) {
 	installShim(b)
 	for _, rt := range []struct {
-		name   string
-		config func(testing.TB) agent.Config
+		name      string
+		config    func(testing.TB) agent.Config
+		scheduled bool
 	}{
-		{"embedded", embeddedConfig},
-		{"cri", containerdConfig},
+		{"embedded", embeddedConfig, false},
+		{"embedded-scheduled", embeddedConfig, true},
+		{"cri", containerdConfig, false},
 	} {
 		b.Run(rt.name, func(b *testing.B) {
 			c := testcluster.New(b, 1)
@@ -57,11 +61,14 @@ func BenchmarkPodStartup(b *testing.B) {
 				startTestNodeOn(b, c, rt.config(b), "10.98.1.0/24"),
 				startTestNodeOn(b, c, rt.config(b), "10.98.2.0/24"),
 			}
+			if rt.scheduled {
+				runScheduler(b, c)
+			}
 			var p50, p99 time.Duration
 			for i := 0; b.Loop(); i++ {
-				lat := measureStartup(b, nodes, fmt.Sprintf("r%d", i))
+				lat, split := measureStartup(b, nodes, fmt.Sprintf("r%d", i), rt.scheduled)
 				p50, p99 = nearestRank(lat, 50), nearestRank(lat, 99)
-				b.Logf("%s: %d pods on 2 nodes, create→Running p50 %v, p99 %v, max %v", rt.name, len(lat),
+				b.Logf("%s: %d pods on 2 nodes (%v), create→Running p50 %v, p99 %v, max %v", rt.name, len(lat), split,
 					p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 			}
 			b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
@@ -70,10 +77,25 @@ func BenchmarkPodStartup(b *testing.B) {
 	}
 }
 
-// measureStartup creates startupPods pods spread over nodes, waits for
-// all to run, deletes them, and returns each pod's create→Running time,
-// sorted.
-func measureStartup(b *testing.B, nodes []*testNode, prefix string) []time.Duration {
+// runScheduler runs the scheduler against c until the benchmark ends.
+func runScheduler(b *testing.B, c *testcluster.Cluster) {
+	s, err := scheduler.New(scheduler.Config{Client: c.Client(0), Identity: "podstartup"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// measureStartup creates startupPods pods spread over nodes (or left to
+// the scheduler), waits for all to run, deletes them, and returns each
+// pod's create→Running time, sorted, and how many ran on each node.
+func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bool) ([]time.Duration, map[string]int) {
 	ctx := context.Background()
 	client := nodes[0].client
 	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -94,6 +116,9 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string) []time.Durat
 				pod := n.pod(fmt.Sprintf("%s-%03d", prefix, i), corev1.Container{Name: "main", Image: testimage.BusyboxRef,
 					Command: sh("exec sleep 3600")})
 				pod.Labels["bench"] = prefix
+				if scheduled {
+					pod.Spec.NodeName = ""
+				}
 				pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 				start := time.Now()
 				if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -115,6 +140,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string) []time.Durat
 		close(jobs)
 	}()
 	running := map[string]time.Time{}
+	split := map[string]int{}
 	timeout := time.After(3 * time.Minute)
 	for len(running) < startupPods {
 		select {
@@ -125,6 +151,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string) []time.Durat
 			if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted && p.Status.Phase == corev1.PodRunning {
 				if _, seen := running[p.Name]; !seen {
 					running[p.Name] = time.Now()
+					split[p.Spec.NodeName]++
 				}
 			}
 		case <-timeout:
@@ -148,7 +175,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string) []time.Durat
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lat
+	return lat, split
 }
 
 // installShim puts the cairn-shim of make build beside the test binary,
