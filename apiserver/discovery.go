@@ -33,6 +33,7 @@ var subresourceVerbs = map[string]metav1.Verbs{
 	"eviction":    {"create"},
 	"log":         {"get"},
 	"exec":        {"create", "get"},
+	"attach":      {"create", "get"},
 	"portforward": {"create", "get"},
 	"finalize":    {"update"},
 }
@@ -44,6 +45,7 @@ var subresourceKinds = map[string]schema.GroupVersionKind{
 	"binding":     {Version: "v1", Kind: "Binding"},
 	"eviction":    {Group: "policy", Version: "v1", Kind: "Eviction"},
 	"exec":        {Version: "v1", Kind: "PodExecOptions"},
+	"attach":      {Version: "v1", Kind: "PodAttachOptions"},
 	"portforward": {Version: "v1", Kind: "PodPortForwardOptions"},
 }
 

@@ -296,7 +296,7 @@ func checkCoreAggregatedGroup(t *testing.T, list apidiscoveryv2.APIGroupDiscover
 	}
 	pods := v.Resources[i]
 	if pods.Scope != apidiscoveryv2.ScopeNamespace || pods.SingularResource != "pod" || pods.ResponseKind.Kind != "Pod" ||
-		!slices.Equal(pods.ShortNames, []string{"po"}) || !slices.Equal(pods.Categories, []string{"all"}) || len(pods.Subresources) != 6 {
+		!slices.Equal(pods.ShortNames, []string{"po"}) || !slices.Equal(pods.Categories, []string{"all"}) || len(pods.Subresources) != 7 {
 		t.Fatalf("pods: %+v", pods)
 	}
 	j := slices.IndexFunc(v.Resources, func(r apidiscoveryv2.APIResourceDiscovery) bool { return r.Resource == "namespaces" })

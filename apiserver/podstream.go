@@ -29,11 +29,21 @@ var execQueryKeys = []string{"command", "stdin", "stdout", "stderr", "tty"}
 // kubectl exec then speaks the remote command protocol with the kubelet
 // through this server.
 func servePodExec(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	return serveRemoteCommand(h, w, r, info, "exec")
+}
+
+// servePodAttach serves pods/NAME/attach as servePodExec serves exec,
+// at the kubelet's /attach/NS/POD/CONTAINER, with no command.
+func servePodAttach(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	return serveRemoteCommand(h, w, r, info, "attach")
+}
+
+func serveRemoteCommand(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo, verb string) error {
 	if info.Verb != "get" && info.Verb != "create" {
-		return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), info.Verb+" exec")
+		return apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), info.Verb+" "+verb)
 	}
 	q := r.URL.Query()
-	if len(q["command"]) == 0 {
+	if verb == "exec" && len(q["command"]) == 0 {
 		return apierrors.NewBadRequest("you must specify at least one command for the container")
 	}
 	for _, key := range []string{"stdin", "stdout", "stderr", "tty"} {
@@ -48,7 +58,7 @@ func servePodExec(h *restHandler, w http.ResponseWriter, r *http.Request, info r
 		return err
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase))
+		return apierrors.NewBadRequest(fmt.Sprintf("cannot %s into a container in a completed pod; current phase is %s", verb, pod.Status.Phase))
 	}
 	container, err := logContainer(pod, q.Get("container"))
 	if err != nil {
@@ -56,11 +66,11 @@ func servePodExec(h *restHandler, w http.ResponseWriter, r *http.Request, info r
 	}
 	kq := url.Values{}
 	for _, key := range execQueryKeys {
-		if vs, ok := q[key]; ok {
+		if vs, ok := q[key]; ok && (key != "command" || verb == "exec") {
 			kq[key] = vs
 		}
 	}
-	return h.s.proxyToKubelet(w, r, pod, fmt.Sprintf("/exec/%s/%s/%s", pod.Namespace, pod.Name, container), kq)
+	return h.s.proxyToKubelet(w, r, pod, fmt.Sprintf("/%s/%s/%s/%s", verb, pod.Namespace, pod.Name, container), kq)
 }
 
 // servePodPortForward serves pods/NAME/portforward by proxying the

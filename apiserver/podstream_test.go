@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// TestPodExecAndPortForwardAreCheckedBeforeTheKubelet covers what the API
+// TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet covers what the API
 // server answers itself; node/agent's tests run exec and port-forward
 // through it into real pods.
-func TestPodExecAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
+func TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 	c := newTestCluster(t, 1)
 	ctx := ctxT(t)
 	clientCert, err := c.ca.IssueTLS(pki.CertRequest{CommonName: "cairn-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true})
@@ -104,6 +104,10 @@ func TestPodExecAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 			http.StatusBadRequest, "does not have a host assigned"},
 		{"ExecWithTheKubeletDown", func() error { return exec("running", &corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}) },
 			http.StatusServiceUnavailable, "reaching the kubelet of node n1"},
+		{"AttachToACompletedPod", func() error {
+			return cs.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name("done").SubResource("attach").
+				VersionedParams(&corev1.PodAttachOptions{Stdout: true}, scheme.ParameterCodec).Do(ctx).Error()
+		}, http.StatusBadRequest, "cannot attach into a container in a completed pod"},
 		{"PortForwardToABadPort", func() error { return forward("running", "8080,0") }, http.StatusBadRequest, `invalid port "0"`},
 		{"PortForwardToANotRunningPod", func() error { return forward("done", "") }, http.StatusBadRequest, "pod done is not running"},
 		{"PortForwardWithTheKubeletDown", func() error { return forward("running", "8080") }, http.StatusServiceUnavailable, "reaching the kubelet of node n1"},

@@ -6,7 +6,7 @@ import "net/http"
 type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
 
 // subresourceHandlerFor returns the handler of a subresource (scale,
-// binding, eviction, log, exec, portforward, finalize); each lives in a file of its own.
+// binding, eviction, log, exec, attach, portforward, finalize); each lives in a file of its own.
 func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 	switch name {
 	case "scale":
@@ -19,6 +19,8 @@ func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 		return servePodLog, true
 	case "exec":
 		return servePodExec, true
+	case "attach":
+		return servePodAttach, true
 	case "portforward":
 		return servePodPortForward, true
 	case "finalize":

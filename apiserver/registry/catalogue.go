@@ -41,7 +41,7 @@ func All() []*Resource {
 			New: newOf[corev1.Namespace], NewList: newOf[corev1.NamespaceList],
 			Strategy: core.NamespaceStrategy(), SelectableFields: fieldsOf(core.NamespaceFields)},
 		{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", ListKind: "PodList", Namespaced: true,
-			ShortNames: []string{"po"}, Categories: categoryAll, Subresources: []string{"status", "binding", "log", "eviction", "exec", "portforward"},
+			ShortNames: []string{"po"}, Categories: categoryAll, Subresources: []string{"status", "binding", "log", "eviction", "exec", "attach", "portforward"},
 			New: newOf[corev1.Pod], NewList: newOf[corev1.PodList],
 			Strategy: core.PodStrategy(), SelectableFields: fieldsOf(core.PodFields)},
 		{GVR: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node", ListKind: "NodeList",

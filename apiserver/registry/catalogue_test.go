@@ -59,7 +59,7 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 		subresources    []string
 	}{
 		{"", "namespaces", false, []string{"ns"}, false, []string{"status", "finalize"}},
-		{"", "pods", true, []string{"po"}, true, []string{"status", "binding", "log", "eviction", "exec", "portforward"}},
+		{"", "pods", true, []string{"po"}, true, []string{"status", "binding", "log", "eviction", "exec", "attach", "portforward"}},
 		{"", "nodes", false, []string{"no"}, false, []string{"status"}},
 		{"", "services", true, []string{"svc"}, true, []string{"status"}},
 		{"", "endpoints", true, []string{"ep"}, false, nil},

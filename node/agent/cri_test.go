@@ -13,7 +13,7 @@ import (
 
 // TestNodeOnContainerd runs a pod through containerd (--runtime cri):
 // probes reach it on the CNI bridge, its logs come through the API, and
-// exec and port-forward reach it through the API.
+// exec, attach and port-forward reach it through the API.
 func TestNodeOnContainerd(t *testing.T) {
 	n := newContainerdNode(t)
 	node := n.waitNode(t, nodeReady)
@@ -38,4 +38,5 @@ func TestNodeOnContainerd(t *testing.T) {
 	n.delete(t, "web", 1)
 	n.waitGone(t, "web", 30*time.Second)
 	checkStreams(t, n)
+	checkAttach(t, n)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,6 +164,78 @@ func checkStreams(t *testing.T, n *testNode) {
 		}
 	})
 	n.delete(t, "streams", 0)
+}
+
+// checkAttach runs kubectl run -it's attach, through the API server and
+// the kubelet API, to a pod of n whose shell has a terminal: typed
+// commands run and their output comes back, and the shell's exit ends
+// the session.
+func checkAttach(t *testing.T, n *testNode) {
+	ctx := context.Background()
+	p := n.pod("console", corev1.Container{Name: "sh", Image: testimage.BusyboxRef, Command: []string{"sh"}, Stdin: true, StdinOnce: true, TTY: true})
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	n.create(t, p)
+	n.waitPod(t, "console", 60*time.Second, "running", running)
+	cfg := n.cluster.AdminConfig(0)
+	u := n.client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("console").SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: "sh", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool { return fellBack(t, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, typing := io.Pipe()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: true})
+	}()
+	// The shell may not have printed its prompt yet: type until it answers.
+	eventually(t, 20*time.Second, "the attached shell answers", func() bool {
+		fmt.Fprintf(typing, "echo hello-$((6*7))\n")
+		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(out.String(), "hello-42")
+	}, func() any { return out.String() })
+	fmt.Fprintf(typing, "exit 3\n")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the session ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the session did not end with the shell; output %q", out.String())
+	}
+	typing.Close()
+	got := n.waitPod(t, "console", 30*time.Second, "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if st := got.Status.ContainerStatuses[0].State.Terminated; st == nil || st.ExitCode != 3 {
+		t.Errorf("the shell's state %+v, want exit code 3", got.Status.ContainerStatuses[0].State)
+	}
+	n.delete(t, "console", 0)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // fellBack is kubectl's test for falling back to SPDY, which must not

@@ -60,3 +60,9 @@ func (k *Kubelet) PortForward(ctx context.Context, sandboxID string, port int32,
 }
 
 var _ server.Streams = (*Kubelet)(nil)
+
+// Attach connects to a container's own process through the runtime. It
+// implements server.Streams.
+func (k *Kubelet) Attach(ctx context.Context, req runtime.AttachRequest) error {
+	return k.rt.Attach(ctx, req)
+}

@@ -55,6 +55,26 @@ type Streamer interface {
 	// (inside the pod's network namespace) and copies both ways until
 	// either side closes or ctx ends. It closes conn.
 	PortForward(ctx context.Context, sandboxID string, port int32, conn io.ReadWriteCloser) error
+	// Attach connects the given streams to a running container's own
+	// process (kubectl attach, kubectl run -it): its output from now on
+	// to Stdout and Stderr, and Stdin to its stdin when the container
+	// was created with stdin (CRI ContainerConfig.Stdin; with StdinOnce
+	// the container's stdin closes when the first attached client's
+	// stdin ends). TTY must match the container's CRI ContainerConfig.Tty.
+	// It returns when the container exits, ctx ends or, without output
+	// streams, Stdin ends.
+	Attach(ctx context.Context, req AttachRequest) error
+}
+
+// AttachRequest is a running container to attach to and the streams.
+// Stdin, Stdout and Stderr are nil when not attached; with TTY, Stderr
+// is unused and Resize carries terminal size changes.
+type AttachRequest struct {
+	ContainerID    string
+	TTY            bool
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Resize         <-chan TerminalSize
 }
 
 // ExecRequest is a command to run in a container and its streams.

@@ -24,7 +24,7 @@ import (
 // does by default.
 const StreamIdleTimeout = 4 * time.Hour
 
-// Streams finds what exec and portForward reach and runs them.
+// Streams finds what exec, attach and portForward reach and runs them.
 type Streams interface {
 	// RunningContainer returns the runtime ID of a running container of
 	// a pod of this node. Its errors may carry an HTTP status as Logs'
@@ -51,8 +51,9 @@ type execOptions struct {
 	stdin, stdout, stderr, tty bool
 }
 
-// parseExecOptions reads and checks the query as the kubelet does.
-func parseExecOptions(r *http.Request) (execOptions, error) {
+// parseExecOptions reads and checks the query as the kubelet does; an
+// attach has no command.
+func parseExecOptions(r *http.Request, attach bool) (execOptions, error) {
 	q := r.URL.Query()
 	o := execOptions{command: q["command"]}
 	for _, f := range []struct {
@@ -69,7 +70,7 @@ func parseExecOptions(r *http.Request) (execOptions, error) {
 		}
 		*f.to = b
 	}
-	if len(o.command) == 0 {
+	if len(o.command) == 0 && !attach {
 		return o, errors.New("you must specify at least one command for the container")
 	}
 	// A terminal merges stderr into stdout; kubectl asks for no stderr
@@ -89,7 +90,19 @@ func parseExecOptions(r *http.Request) (execOptions, error) {
 // or over SPDY with v4.channel.k8s.io (older clients, and programs that
 // use client-go's SPDY executor).
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	opts, err := parseExecOptions(r)
+	s.remoteCommand(w, r, false)
+}
+
+// attach connects to a container's own process as kubectl attach and
+// kubectl run -it ask, over the same protocols as exec.
+func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	s.remoteCommand(w, r, true)
+}
+
+// remoteCommand serves exec, or attach: the upgrade, the streams, and
+// the final status.
+func (s *Server) remoteCommand(w http.ResponseWriter, r *http.Request, attach bool) {
+	opts, err := parseExecOptions(r, attach)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -117,15 +130,21 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	req := runtime.ExecRequest{ContainerID: id, Cmd: opts.command, TTY: opts.tty,
-		Stdin: session.stdin, Stdout: session.stdout, Stderr: session.stderr}
+	var resize <-chan runtime.TerminalSize
 	if session.resize != nil {
-		req.Resize = resizes(ctx, session.resize)
+		resize = resizes(ctx, session.resize)
 	}
-	code, err := s.cfg.Streams.Exec(ctx, req)
+	var code int
+	if attach {
+		err = s.cfg.Streams.Attach(ctx, runtime.AttachRequest{ContainerID: id, TTY: opts.tty,
+			Stdin: session.stdin, Stdout: session.stdout, Stderr: session.stderr, Resize: resize})
+	} else {
+		code, err = s.cfg.Streams.Exec(ctx, runtime.ExecRequest{ContainerID: id, Cmd: opts.command, TTY: opts.tty,
+			Stdin: session.stdin, Stdout: session.stdout, Stderr: session.stderr, Resize: resize})
+	}
 	status := execStatus(code, err)
 	if status.Status != metav1.StatusSuccess {
-		s.cfg.Logger.Debug("exec ended", "pod", ns+"/"+pod, "container", container, "message", status.Message)
+		s.cfg.Logger.Debug("exec ended", "pod", ns+"/"+pod, "container", container, "attach", attach, "message", status.Message)
 	}
 	b, _ := json.Marshal(status)
 	session.status.Write(b)

@@ -1,6 +1,6 @@
 // Package server is the kubelet's HTTPS API (port 10250): container
-// logs for the API server's pods/log, exec and portForward for its
-// pods/exec and pods/portforward, and /healthz. Clients must present
+// logs for the API server's pods/log, exec, attach and portForward for
+// its pods/exec, pods/attach and pods/portforward, and /healthz. Clients must present
 // a certificate of the cluster CA; the API server does.
 package server
 
@@ -54,7 +54,7 @@ type Config struct {
 	Logger        *slog.Logger
 	// Metrics, if set, is served at /metrics to the same clients.
 	Metrics http.Handler
-	// Streams, if set, serves exec and portForward.
+	// Streams, if set, serves exec, attach and portForward.
 	Streams Streams
 }
 
@@ -104,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 		// GET for websockets, POST for SPDY, as the kubelet takes them.
 		for _, method := range []string{"GET", "POST"} {
 			mux.Handle(method+" /exec/{namespace}/{pod}/{container}", s.authorized(http.HandlerFunc(s.exec)))
+			mux.Handle(method+" /attach/{namespace}/{pod}/{container}", s.authorized(http.HandlerFunc(s.attach)))
 			mux.Handle(method+" /portForward/{namespace}/{pod}", s.authorized(http.HandlerFunc(s.portForward)))
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"cairn/internal/pki"
 	"cairn/node/kubelet/logs"
+	"cairn/node/runtime"
 )
 
 // fileLogs serves the logs of files in a directory, named
@@ -106,7 +108,7 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 		{name: "bad query", client: client(APIServerUser), path: "/containerLogs/ns/web/app?tailLines=x", wantCode: 400},
 		{name: "metrics for the API server", client: client(APIServerUser), path: "/metrics", wantCode: 200, wantBody: "cairn_test 1\n"},
 		{name: "metrics need a certificate", client: client(""), path: "/metrics", wantCode: 401},
-		{name: "unknown path", client: client(APIServerUser), path: "/exec/ns/web/app", wantCode: 404},
+		{name: "unknown path (no Streams)", client: client(APIServerUser), path: "/exec/ns/web/app", wantCode: 404},
 		{name: "unknown path needs a certificate too", client: client(""), path: "/pods", wantCode: 401},
 	}
 	for _, tt := range tests {
@@ -130,5 +132,116 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 func TestNewNeedsTheClusterCA(t *testing.T) {
 	if _, err := New(Config{TLS: &tls.Config{}, Logs: fileLogs{}}); err == nil {
 		t.Error("a server without client CAs was accepted")
+	}
+}
+
+// lookupStreams finds one running container, web/app in ns, and one pod
+// sandbox; it runs nothing (node/agent's tests run exec, attach and
+// port-forward end to end).
+type lookupStreams struct{}
+
+type notFound string
+
+func (e notFound) Error() string   { return string(e) }
+func (e notFound) HTTPStatus() int { return http.StatusNotFound }
+
+func (lookupStreams) RunningContainer(_ context.Context, ns, pod, container string) (string, error) {
+	if ns+"/"+pod+"/"+container != "ns/web/app" {
+		return "", notFound("container not found")
+	}
+	return "c1", nil
+}
+
+func (lookupStreams) PodSandbox(_ context.Context, ns, pod string) (string, error) {
+	if ns+"/"+pod != "ns/web" {
+		return "", notFound("pod not found")
+	}
+	return "s1", nil
+}
+
+func (lookupStreams) Exec(context.Context, runtime.ExecRequest) (int, error) {
+	return 0, errors.New("not run here")
+}
+
+func (lookupStreams) Attach(context.Context, runtime.AttachRequest) error {
+	return errors.New("not run here")
+}
+
+func (lookupStreams) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
+	return errors.New("not run here")
+}
+
+// TestStreamsAreAuthorizedAndChecked covers what the kubelet API answers
+// before upgrading an exec, attach or port-forward request.
+func TestStreamsAreAuthorizedAndChecked(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Init(filepath.Join(dir, "pki")); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.ServerConfig("n1", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}, Streams: lookupStreams{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Shutdown(context.Background())
+	base := "https://" + ln.Addr().String()
+	client := func(user string, groups ...string) *http.Client {
+		cfg := &tls.Config{RootCAs: ca.Pool()}
+		if user != "" {
+			cert, err := ca.IssueTLS(pki.CertRequest{CommonName: user, Organization: groups, Client: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
+	}
+	for _, tt := range []struct {
+		name     string
+		client   *http.Client
+		method   string
+		path     string
+		wantCode int
+		wantBody string
+	}{
+		{"exec needs a certificate", client(""), "POST", "/exec/ns/web/app?command=sh&stdout=true", 401, ""},
+		{"a node may not exec", client("system:node:n2", "system:nodes"), "POST", "/exec/ns/web/app?command=sh&stdout=true", 403, ""},
+		{"a node may not port-forward", client("system:node:n2", "system:nodes"), "POST", "/portForward/ns/web", 403, ""},
+		{"exec needs a command", client(APIServerUser), "POST", "/exec/ns/web/app?stdout=true", 400, "at least one command"},
+		{"exec needs a stream", client(APIServerUser), "POST", "/exec/ns/web/app?command=sh", 400, "at least one of stdin, stdout, stderr"},
+		{"attach needs no command", client(APIServerUser), "POST", "/attach/ns/web/app?stdout=true", 400, "unable to upgrade"},
+		{"a bad flag", client(APIServerUser), "GET", "/exec/ns/web/app?command=sh&tty=maybe", 400, `invalid tty "maybe"`},
+		{"an unknown container", client(APIServerUser), "POST", "/exec/ns/web/nope?command=sh&stdout=true", 404, "container not found"},
+		{"exec without an upgrade", client(APIServerUser), "POST", "/exec/ns/web/app?command=sh&stdout=true", 400, "unable to upgrade"},
+		{"port-forward to an unknown pod", client(APIServerUser), "POST", "/portForward/ns/nope", 404, "pod not found"},
+		{"port-forward without an upgrade", client(APIServerUser), "POST", "/portForward/ns/web", 400, "unable to upgrade"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, base+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tt.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.wantCode || !strings.Contains(string(body), tt.wantBody) {
+				t.Fatalf("%d %q, want %d with %q", resp.StatusCode, strings.TrimSpace(string(body)), tt.wantCode, tt.wantBody)
+			}
+		})
 	}
 }

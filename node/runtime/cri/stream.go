@@ -52,29 +52,7 @@ func (r *Runtime) Exec(ctx context.Context, req runtime.ExecRequest) (int, error
 	if err != nil {
 		return fail(err)
 	}
-	u, err := streamURL(resp.Url)
-	if err != nil {
-		return fail(err)
-	}
-	transport, err := r.streamTransport(u)
-	if err != nil {
-		return fail(err)
-	}
-	executor, err := remotecommand.NewSPDYExecutorForTransports(transport, transport, http.MethodPost, u)
-	if err != nil {
-		return fail(err)
-	}
-	// Ending the stream also ends the resize goroutine waiting in Next.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	opts := remotecommand.StreamOptions{Stdin: req.Stdin, Stdout: req.Stdout, Tty: req.TTY}
-	if !req.TTY {
-		opts.Stderr = req.Stderr
-	}
-	if req.TTY && req.Resize != nil {
-		opts.TerminalSizeQueue = sizeQueue{ctx: ctx, sizes: req.Resize}
-	}
-	err = executor.StreamWithContext(ctx, opts)
+	err = r.stream(ctx, resp.Url, req.TTY, req.Stdin, req.Stdout, req.Stderr, req.Resize)
 	var exit exec.ExitError
 	switch {
 	case err == nil:
@@ -84,6 +62,55 @@ func (r *Runtime) Exec(ctx context.Context, req runtime.ExecRequest) (int, error
 		return exit.ExitStatus(), nil
 	}
 	return fail(err)
+}
+
+// Attach implements runtime.Streamer through containerd's streaming
+// server, as Exec does.
+func (r *Runtime) Attach(ctx context.Context, req runtime.AttachRequest) error {
+	callCtx, cancel := r.callCtx(ctx)
+	resp, err := r.rt.Attach(callCtx, &runtimeapi.AttachRequest{
+		ContainerId: req.ContainerID,
+		Tty:         req.TTY,
+		Stdin:       req.Stdin != nil,
+		Stdout:      req.Stdout != nil,
+		Stderr:      req.Stderr != nil && !req.TTY,
+	})
+	cancel()
+	if err == nil {
+		err = r.stream(ctx, resp.Url, req.TTY, req.Stdin, req.Stdout, req.Stderr, req.Resize)
+	}
+	if err != nil {
+		return fmt.Errorf("cri: attach to container %s: %w", req.ContainerID, err)
+	}
+	return nil
+}
+
+// stream runs a remote command session on containerd's streaming server
+// at rawURL with the given streams, for as long as ctx allows.
+func (r *Runtime) stream(ctx context.Context, rawURL string, tty bool, stdin io.Reader, stdout, stderr io.Writer, resize <-chan runtime.TerminalSize) error {
+	u, err := streamURL(rawURL)
+	if err != nil {
+		return err
+	}
+	transport, err := r.streamTransport(u)
+	if err != nil {
+		return err
+	}
+	executor, err := remotecommand.NewSPDYExecutorForTransports(transport, transport, http.MethodPost, u)
+	if err != nil {
+		return err
+	}
+	// Ending the stream also ends the resize goroutine waiting in Next.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts := remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Tty: tty}
+	if !tty {
+		opts.Stderr = stderr
+	}
+	if tty && resize != nil {
+		opts.TerminalSizeQueue = sizeQueue{ctx: ctx, sizes: resize}
+	}
+	return executor.StreamWithContext(ctx, opts)
 }
 
 // sizeQueue feeds ExecRequest.Resize to remotecommand.

@@ -142,6 +142,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		Cgroups:     r.cgroups.Paths(filepath.Join(r.cfg.CgroupRoot, sb.ID, id)),
 		StopSignal:  stopSignal(cfg, img.Config),
 		OOMScoreAdj: cfg.GetLinux().GetResources().GetOomScoreAdj(),
+		Stdin:       cfg.GetStdin(), StdinOnce: cfg.GetStdin() && cfg.GetStdinOnce(), TTY: cfg.GetTty(),
 	}
 	if !sp.Privileged && len(sp.MaskedPaths) == 0 && len(sp.ReadonlyPaths) == 0 {
 		sp.MaskedPaths, sp.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths()

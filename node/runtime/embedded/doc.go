@@ -26,6 +26,7 @@
 //	containers/<id>/container.json the CRI config and image
 //	containers/<id>/spec.json     what the init needs to build the container
 //	containers/<id>/state.json    pid, start and exit, written by the shim
+//	containers/<id>/attach.sock   the shim's attach socket, while the container runs
 //	containers/<id>/{rootfs,upper,work}  overlay mount point and layers
 //	containers/<id>/shim.log      the shim's own diagnostics
 package embedded

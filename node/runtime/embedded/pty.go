@@ -1,49 +1,21 @@
 package embedded
 
 import (
-	"fmt"
 	"os"
 
 	cairnruntime "cairn/node/runtime"
+	"cairn/node/runtime/embedded/helper"
 
 	"golang.org/x/sys/unix"
 )
 
-// openPTY allocates a pseudo-terminal. The master is non-blocking, so
-// that Go's poller serves it: a Close then wakes a Read or Write blocked
-// on it, and read deadlines work. The slave is an ordinary blocking
-// file, for the exec helper to inherit; neither becomes the agent's
-// controlling terminal.
-func openPTY() (master, slave *os.File, err error) {
-	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening /dev/ptmx: %w", err)
-	}
-	master = os.NewFile(uintptr(mfd), "/dev/ptmx")
-	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlocking the terminal: %w", err)
-	}
-	n, err := unix.IoctlGetUint32(mfd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("finding the terminal's slave: %w", err)
-	}
-	path := fmt.Sprintf("/dev/pts/%d", n)
-	sfd, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
-	}
-	return master, os.NewFile(uintptr(sfd), path), nil
-}
+// openPTY allocates a pseudo-terminal for an exec: see helper.OpenPTY.
+func openPTY() (master, slave *os.File, err error) { return helper.OpenPTY() }
 
 // setWinsize sets the terminal's size; the kernel signals SIGWINCH to
 // its foreground process group when the size changes.
 func setWinsize(master *os.File, size cairnruntime.TerminalSize) error {
-	return control(master, func(fd int) error {
-		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: size.Height, Col: size.Width})
-	})
+	return helper.SetWinsize(master, size.Width, size.Height)
 }
 
 // killTerminalSession kills, with SIGKILL, the process group of the

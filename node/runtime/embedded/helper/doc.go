@@ -8,9 +8,12 @@
 //
 //   - the shim supervises one container: it starts it, copies its stdout
 //     and stderr into the CRI log file, and records its exit in the
-//     container's state file. It runs in its own session, so containers
-//     keep running when the agent stops; a restarted agent adopts them
-//     from the state on disk.
+//     container's state file. It holds the container's stdin when the
+//     container has one, and its terminal when it has a tty, and serves
+//     attached clients on a socket in the container's directory (see
+//     AttachSocket). It runs in its own session, so containers keep
+//     running when the agent stops; a restarted agent adopts them from
+//     the state on disk, and attaches to them through their shims.
 //   - the container init runs inside the new namespaces: it mounts the
 //     root filesystem, /proc, /dev, /sys, /etc/hosts and the volumes,
 //     pivots into it, waits until the shim has placed it in its cgroups,

@@ -99,9 +99,23 @@ func (s *shim) run() error {
 	}
 	defer log.close()
 
-	proc, outR, errR, err := s.startInit(&sp)
+	// The socket exists before the container is recorded running, so
+	// that an attach never finds a running container without it. The
+	// container runs all the same if it cannot be made.
+	ln, err := listenAttach(s.dir)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "shim: no attach socket:", err)
+	}
+	proc, cio, err := s.startInit(&sp)
+	if err != nil {
+		if ln != nil {
+			closeAttach(s.dir, ln)
+		}
 		return s.fail(err)
+	}
+	var hub *attachHub
+	if ln != nil {
+		hub = newAttachHub(s.dir, &sp, ln, cio)
 	}
 	pidStart, _ := ProcStartTime(proc.Process.Pid)
 	if err := s.saveState(func(st *State) {
@@ -109,16 +123,17 @@ func (s *shim) run() error {
 	}); err != nil {
 		proc.Process.Kill()
 		proc.Wait()
+		hub.shutdown(ExitCode(proc.ProcessState))
 		return s.fail(err)
 	}
 	s.sendReport(shimReport{PID: proc.Process.Pid})
 
 	var copying sync.WaitGroup
-	for stream, r := range map[string]*os.File{"stdout": outR, "stderr": errR} {
+	for _, out := range cio.outputs() {
 		copying.Add(1)
 		go func() {
 			defer copying.Done()
-			log.copyStream(r, stream)
+			log.copyStream(teeReader{out.r, hub, out.kind}, out.stream)
 		}()
 	}
 	go func() {
@@ -136,11 +151,11 @@ func (s *shim) run() error {
 	select {
 	case <-drained:
 	case <-time.After(copyDrain):
-		// Something still holds the pipes; the output after the exit
-		// of the container's main process is not worth blocking for.
-		outR.Close()
-		errR.Close()
+		// Something still holds the pipes (or the terminal); the output
+		// after the exit of the container's main process is not worth
+		// blocking for.
 	}
+	cio.close()
 	code := ExitCode(proc.ProcessState)
 	reason := ReasonCompleted
 	switch {
@@ -149,32 +164,126 @@ func (s *shim) run() error {
 	case code != 0:
 		reason = ReasonError
 	}
-	return s.saveState(func(st *State) {
+	err = s.saveState(func(st *State) {
 		st.Running, st.FinishedAt, st.ExitCode, st.Reason = false, time.Now().UnixNano(), int32(code), reason
 	})
+	// Attached clients learn of the exit once it is recorded.
+	hub.shutdown(code)
+	return err
+}
+
+// containerIO is the shim's side of the container's stdin, stdout and
+// stderr. Without stdin or tty in the spec, the container's stdin is
+// /dev/null and its stdout and stderr are pipes.
+type containerIO struct {
+	// stdout and stderr are the read ends of the output pipes. With a
+	// tty, stdout is the terminal's master and stderr is nil.
+	stdout, stderr *os.File
+	// stdin is where attached clients' input goes: the write end of the
+	// stdin pipe, or the master with a tty; nil without stdin.
+	stdin *os.File
+	// term is the terminal's master, with a tty.
+	term *os.File
+}
+
+// output is one output of the container, to log and to attach.
+type output struct {
+	r      *os.File
+	stream string
+	kind   FrameKind
+}
+
+func (c *containerIO) outputs() []output {
+	outs := []output{{c.stdout, "stdout", FrameStdout}}
+	if c.stderr != nil {
+		outs = append(outs, output{c.stderr, "stderr", FrameStderr})
+	}
+	return outs
+}
+
+// close closes the shim's ends, which ends copies still reading them.
+func (c *containerIO) close() {
+	for _, f := range []*os.File{c.stdout, c.stderr, c.stdin, c.term} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// newContainerIO makes the container's stdio as its spec asks, and
+// returns the shim's side and the init's stdin, stdout and stderr (a
+// nil stdin is /dev/null). The caller closes the init's after starting
+// it.
+func newContainerIO(sp *Spec) (cio *containerIO, stdin, stdout, stderr *os.File, err error) {
+	cio = &containerIO{}
+	if sp.TTY {
+		master, slave, err := OpenPTY()
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		cio.stdout, cio.term = master, master
+		if sp.Stdin {
+			cio.stdin = master
+		}
+		// Without stdin the terminal is the process's stdin all the
+		// same, as with `docker run -t`: nobody types on it.
+		return cio, slave, slave, slave, nil
+	}
+	fail := func(err error) (*containerIO, *os.File, *os.File, *os.File, error) {
+		cio.close()
+		for _, f := range []*os.File{stdin, stdout, stderr} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, nil, nil, nil, err
+	}
+	if cio.stdout, stdout, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if cio.stderr, stderr, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if sp.Stdin {
+		if stdin, cio.stdin, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+	}
+	return cio, stdin, stdout, stderr, nil
 }
 
 // startInit starts the container's init in new namespaces, places it in
 // the container's cgroups, lets it exec the command, and returns once
-// the exec succeeded, with the read ends of the output pipes.
-func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, outR, errR *os.File, err error) {
-	outR, outW, err := os.Pipe()
+// the exec succeeded, with the shim's side of the container's stdio.
+func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error) {
+	cio, inC, outC, errC, err := newContainerIO(sp)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, nil, err
+	// The init's files, closed once it has them (with a tty, one slave
+	// is all three).
+	closeChildEnds := func() {
+		for _, f := range []*os.File{inC, outC, errC} {
+			if f != nil {
+				f.Close()
+			}
+		}
 	}
 	// go: the shim tells the init it may exec; fail: the init's setup
 	// error, or EOF when the exec closed it (close-on-exec).
 	goR, goW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, nil, err
+		closeChildEnds()
+		cio.close()
+		return nil, nil, err
 	}
 	failR, failW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, nil, err
+		goR.Close()
+		goW.Close()
+		closeChildEnds()
+		cio.close()
+		return nil, nil, err
 	}
 	defer goW.Close()
 	defer failR.Close()
@@ -182,29 +291,39 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, outR, errR *os.File, err err
 		Path:       SelfExe,
 		Args:       []string{os.Args[0], initCommand, s.dir},
 		Env:        []string{},
-		Stdout:     outW,
-		Stderr:     errW,
+		Stdout:     outC,
+		Stderr:     errC,
 		ExtraFiles: []*os.File{goR, failW},
 		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:     true,
+			Setsid: true,
+			// With a tty the init, and so the command it becomes, leads
+			// its session with the terminal (its stdin) as controlling
+			// one: a shell runs interactively with job control, and ^C
+			// signals its foreground job.
+			Setctty:    sp.TTY,
+			Ctty:       0,
 			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 		},
+	}
+	// Only a set one: a nil *os.File in the interface would not be nil.
+	if inC != nil {
+		proc.Stdin = inC
 	}
 	// Started from a thread inside the sandbox's network namespace, the
 	// init is born in it.
 	err = nsthread.Run(sp.NetNS, proc.Start)
-	for _, f := range []*os.File{outW, errW, goR, failW} {
-		f.Close()
-	}
+	closeChildEnds()
+	goR.Close()
+	failW.Close()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("starting the container init: %w", err)
+		cio.close()
+		return nil, nil, fmt.Errorf("starting the container init: %w", err)
 	}
-	abort := func(err error) (*exec.Cmd, *os.File, *os.File, error) {
+	abort := func(err error) (*exec.Cmd, *containerIO, error) {
 		proc.Process.Kill()
 		proc.Wait()
-		outR.Close()
-		errR.Close()
-		return nil, nil, nil, err
+		cio.close()
+		return nil, nil, err
 	}
 	if err := sp.Cgroups.AddProcess(proc.Process.Pid); err != nil {
 		return abort(err)
@@ -221,9 +340,8 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, outR, errR *os.File, err err
 	msg, _ := io.ReadAll(failR)
 	if len(msg) > 0 {
 		proc.Wait()
-		outR.Close()
-		errR.Close()
-		return nil, nil, nil, errors.New(string(msg))
+		cio.close()
+		return nil, nil, errors.New(string(msg))
 	}
-	return proc, outR, errR, nil
+	return proc, cio, nil
 }

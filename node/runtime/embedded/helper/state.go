@@ -44,6 +44,15 @@ type Spec struct {
 	LogPath       string        `json:"logPath,omitempty"`
 	StopSignal    int           `json:"stopSignal"`
 	OOMScoreAdj   int64         `json:"oomScoreAdj,omitempty"`
+	// Stdin gives the container's process a stdin that attached clients
+	// write to (CRI ContainerConfig.Stdin); without it, its stdin is
+	// /dev/null. StdinOnce closes that stdin when the first attached
+	// client that wrote to it ends its input.
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdinOnce,omitempty"`
+	// TTY runs the process on a pseudo-terminal, as its controlling
+	// terminal and its stdin, stdout and stderr.
+	TTY bool `json:"tty,omitempty"`
 }
 
 // Mount is a bind mount from the host into the container.
