@@ -66,10 +66,15 @@ func BenchmarkPodStartup(b *testing.B) {
 			}
 			var p50, p99 time.Duration
 			for i := 0; b.Loop(); i++ {
-				lat, split := measureStartup(b, nodes, fmt.Sprintf("r%d", i), rt.scheduled)
+				run := measureStartup(b, nodes, fmt.Sprintf("r%d", i), rt.scheduled)
+				lat := run.running
 				p50, p99 = nearestRank(lat, 50), nearestRank(lat, 99)
-				b.Logf("%s: %d pods on 2 nodes (%v), create→Running p50 %v, p99 %v, max %v", rt.name, len(lat), split,
+				b.Logf("%s: %d pods on 2 nodes (%v), create→Running p50 %v, p99 %v, max %v", rt.name, len(lat), run.split,
 					p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+				if rt.scheduled {
+					b.Logf("%s: create→bound p50 %v, p99 %v", rt.name,
+						nearestRank(run.bound, 50).Round(time.Millisecond), nearestRank(run.bound, 99).Round(time.Millisecond))
+				}
 			}
 			b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
 			b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
@@ -92,10 +97,18 @@ func runScheduler(b *testing.B, c *testcluster.Cluster) {
 	})
 }
 
+// startupRun is what one measureStartup saw.
+type startupRun struct {
+	// running and bound are each pod's create→Running and create→bound
+	// (seen with a node) times, sorted.
+	running, bound []time.Duration
+	// split is how many pods ran on each node.
+	split map[string]int
+}
+
 // measureStartup creates startupPods pods spread over nodes (or left to
-// the scheduler), waits for all to run, deletes them, and returns each
-// pod's create→Running time, sorted, and how many ran on each node.
-func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bool) ([]time.Duration, map[string]int) {
+// the scheduler), waits for all to run, and deletes them.
+func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bool) startupRun {
 	ctx := context.Background()
 	client := nodes[0].client
 	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -139,7 +152,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 		}
 		close(jobs)
 	}()
-	running := map[string]time.Time{}
+	running, bound := map[string]time.Time{}, map[string]time.Time{}
 	split := map[string]int{}
 	timeout := time.After(3 * time.Minute)
 	for len(running) < startupPods {
@@ -148,7 +161,14 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 			if !ok {
 				b.Fatal("the pod watch ended")
 			}
-			if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted && p.Status.Phase == corev1.PodRunning {
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted {
+				continue
+			}
+			if _, seen := bound[p.Name]; !seen && p.Spec.NodeName != "" {
+				bound[p.Name] = time.Now()
+			}
+			if p.Status.Phase == corev1.PodRunning {
 				if _, seen := running[p.Name]; !seen {
 					running[p.Name] = time.Now()
 					split[p.Spec.NodeName]++
@@ -161,21 +181,25 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 	wg.Wait()
 	b.StopTimer()
 	defer b.StartTimer()
-	var lat []time.Duration
-	mu.Lock()
-	for name, at := range running {
-		if start, ok := created[name]; ok {
-			lat = append(lat, at.Sub(start))
+	since := func(seen map[string]time.Time) []time.Duration {
+		var lat []time.Duration
+		for name, at := range seen {
+			if start, ok := created[name]; ok {
+				lat = append(lat, at.Sub(start))
+			}
 		}
+		slices.Sort(lat)
+		return lat
 	}
+	mu.Lock()
+	run := startupRun{running: since(running), bound: since(bound), split: split}
 	mu.Unlock()
-	slices.Sort(lat)
 	err = client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 		metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lat, split
+	return run
 }
 
 // installShim puts the cairn-shim of make build beside the test binary,
