@@ -97,10 +97,11 @@ func (k *fakeKubelet) last() (*url.URL, string) {
 // it: the API server finds the pod's node and container, calls the
 // kubelet's containerLogs endpoint with its client certificate and the
 // same options, and streams the answer back as it comes.
-func TestPodLogsAreProxiedToTheKubelet(t *testing.T) {
-	c := newTestCluster(t, 3)
-	ctx := ctxT(t)
-	kubelet := startFakeKubelet(t, c.ca)
+// startAPIWithKubeletClient starts an API server on replica 0 of c with
+// a kubelet client certificate, as the server mints for itself, and
+// returns its client.
+func startAPIWithKubeletClient(t *testing.T, c *testCluster) kubernetes.Interface {
+	t.Helper()
 	clientCert, err := c.ca.IssueTLS(pki.CertRequest{CommonName: "cairn-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,14 @@ func TestPodLogsAreProxiedToTheKubelet(t *testing.T) {
 	i := c.startAPIWith(0, func(cfg *Config, _ string) {
 		cfg.KubeletClientTLS = &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: c.ca.Pool(), MinVersion: tls.VersionTLS12}
 	})
-	cs := c.unthrottledClient(t, i)
+	return c.unthrottledClient(t, i)
+}
+
+func TestPodLogsAreProxiedToTheKubelet(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	kubelet := startFakeKubelet(t, c.ca)
+	cs := startAPIWithKubeletClient(t, c)
 	createNamespace(t, c, "team")
 	host, port, _ := net.SplitHostPort(kubelet.srv.Listener.Addr().String())
 	kubeletPort, _ := strconv.Atoi(port)

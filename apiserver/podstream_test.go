@@ -1,15 +1,12 @@
 package apiserver
 
 import (
-	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"cairn/internal/pki"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,14 +20,7 @@ import (
 func TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 	c := newTestCluster(t, 1)
 	ctx := ctxT(t)
-	clientCert, err := c.ca.IssueTLS(pki.CertRequest{CommonName: "cairn-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := c.startAPIWith(0, func(cfg *Config, _ string) {
-		cfg.KubeletClientTLS = &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: c.ca.Pool(), MinVersion: tls.VersionTLS12}
-	})
-	cs := c.unthrottledClient(t, i)
+	cs := startAPIWithKubeletClient(t, c)
 	createNamespace(t, c, "team")
 	// A node whose kubelet port nobody listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")

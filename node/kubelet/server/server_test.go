@@ -42,8 +42,11 @@ func (f fileLogs) ContainerLog(_ context.Context, ns, pod, container string, pre
 	return Log{Path: path, Running: func() bool { return false }}, nil
 }
 
-func TestServerAuthenticatesAndServesLogs(t *testing.T) {
-	dir := t.TempDir()
+// startServer serves cfg, with a serving certificate of a new cluster CA
+// in dir, until the test ends; it returns the base URL and a client
+// maker: a certificate for user in groups, or none for "".
+func startServer(t *testing.T, dir string, cfg Config) (string, func(user string, groups ...string) *http.Client) {
+	t.Helper()
 	if err := pki.Init(filepath.Join(dir, "pki")); err != nil {
 		t.Fatal(err)
 	}
@@ -51,20 +54,10 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := ca.ServerConfig("n1", []string{"127.0.0.1"})
-	if err != nil {
+	if cfg.TLS, err = ca.ServerConfig("n1", []string{"127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	var log []byte
-	t0 := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
-	for i, line := range []string{"one", "two", "three"} {
-		log = append(log, logs.Format(logs.Record{Time: t0.Add(time.Duration(i) * time.Second), Stream: logs.Stdout, Content: []byte(line)})...)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ns_web_app.log"), log, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "cairn_test 1\n") })
-	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}, Metrics: metrics})
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +66,7 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	go s.Serve(ln)
-	defer s.Shutdown(context.Background())
-	base := "https://" + ln.Addr().String()
-
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	client := func(user string, groups ...string) *http.Client {
 		cfg := &tls.Config{RootCAs: ca.Pool()}
 		if user != "" {
@@ -87,6 +78,21 @@ func TestServerAuthenticatesAndServesLogs(t *testing.T) {
 		}
 		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
 	}
+	return "https://" + ln.Addr().String(), client
+}
+
+func TestServerAuthenticatesAndServesLogs(t *testing.T) {
+	dir := t.TempDir()
+	var log []byte
+	t0 := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	for i, line := range []string{"one", "two", "three"} {
+		log = append(log, logs.Format(logs.Record{Time: t0.Add(time.Duration(i) * time.Second), Stream: logs.Stdout, Content: []byte(line)})...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ns_web_app.log"), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "cairn_test 1\n") })
+	base, client := startServer(t, dir, Config{Logs: fileLogs{dir: dir}, Metrics: metrics})
 	tests := []struct {
 		name     string
 		client   *http.Client
@@ -175,39 +181,7 @@ func (lookupStreams) PortForward(context.Context, string, int32, io.ReadWriteClo
 // before upgrading an exec, attach or port-forward request.
 func TestStreamsAreAuthorizedAndChecked(t *testing.T) {
 	dir := t.TempDir()
-	if err := pki.Init(filepath.Join(dir, "pki")); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := pki.LoadCA(filepath.Join(dir, "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := ca.ServerConfig("n1", []string{"127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{TLS: serving, Logs: fileLogs{dir: dir}, Streams: lookupStreams{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Shutdown(context.Background())
-	base := "https://" + ln.Addr().String()
-	client := func(user string, groups ...string) *http.Client {
-		cfg := &tls.Config{RootCAs: ca.Pool()}
-		if user != "" {
-			cert, err := ca.IssueTLS(pki.CertRequest{CommonName: user, Organization: groups, Client: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
-	}
+	base, client := startServer(t, dir, Config{Logs: fileLogs{dir: dir}, Streams: lookupStreams{}})
 	for _, tt := range []struct {
 		name     string
 		client   *http.Client
