@@ -8,13 +8,16 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"cairn/apiserver/storage"
+	"cairn/internal/bootstrap"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // execQueryKeys are the PodExecOptions passed on to the kubelet.
@@ -102,8 +105,14 @@ func servePodPortForward(h *restHandler, w http.ResponseWriter, r *http.Request,
 }
 
 // streamPod reads the pod a streaming subresource is about, which must
-// be on a node this server can reach.
+// be on a node this server can reach. Nodes never run commands in pods
+// through the API, so their credentials may not: a stolen node
+// certificate does not open a shell in every pod of the cluster.
 func (h *restHandler) streamPod(r *http.Request, info requestInfo) (*corev1.Pod, error) {
+	if u, ok := UserFrom(r.Context()); ok && slices.Contains(u.Groups, bootstrap.NodesGroup) {
+		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + info.Subresource}, info.Name,
+			fmt.Errorf("user %q is a node, and nodes may not use pods/%s", u.Name, info.Subresource))
+	}
 	obj, err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), storage.GetOptions{})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -21,6 +22,10 @@ func TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 	c := newTestCluster(t, 1)
 	ctx := ctxT(t)
 	cs := startAPIWithKubeletClient(t, c)
+	asNode, err := kubernetes.NewForConfig(c.restConfig(0, "system:node:n1", "system:nodes"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	createNamespace(t, c, "team")
 	// A node whose kubelet port nobody listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,6 +99,13 @@ func TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 			http.StatusBadRequest, "does not have a host assigned"},
 		{"ExecWithTheKubeletDown", func() error { return exec("running", &corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}) },
 			http.StatusServiceUnavailable, "reaching the kubelet of node n1"},
+		{"ExecAsANode", func() error {
+			return asNode.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name("running").SubResource("exec").
+				VersionedParams(&corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}, scheme.ParameterCodec).Do(ctx).Error()
+		}, http.StatusForbidden, `user "system:node:n1" is a node, and nodes may not use pods/exec`},
+		{"PortForwardAsANode", func() error {
+			return asNode.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name("running").SubResource("portforward").Do(ctx).Error()
+		}, http.StatusForbidden, "nodes may not use pods/portforward"},
 		{"AttachToACompletedPod", func() error {
 			return cs.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name("done").SubResource("attach").
 				VersionedParams(&corev1.PodAttachOptions{Stdout: true}, scheme.ParameterCodec).Do(ctx).Error()
