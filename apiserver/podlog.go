@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"cairn/apiserver/storage"
+	"cairn/internal/bootstrap"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,7 +74,7 @@ func servePodLog(h *restHandler, w http.ResponseWriter, r *http.Request, info re
 		Path:     fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, container),
 		RawQuery: opts.kubeletQuery().Encode(),
 	}
-	return h.s.proxyLog(w, r, loc, pod.Name, opts.limitBytes)
+	return h.s.proxyLog(w, r, loc, pod.Spec.NodeName, pod.Name, opts.limitBytes)
 }
 
 // podLogOptions are the query parameters of pods/log (PodLogOptions).
@@ -235,8 +237,8 @@ func nodeAddress(n *corev1.Node) string {
 // proxyLog streams the kubelet's answer at loc to w, flushing each chunk
 // as it arrives. A kubelet error becomes the API error of its status code,
 // with its body as the message, as Kubernetes reports it.
-func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, loc url.URL, pod string, limit *int64) error {
-	transport := &http.Transport{TLSClientConfig: s.cfg.KubeletClientTLS.Clone(), ForceAttemptHTTP2: true}
+func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, loc url.URL, node, pod string, limit *int64) error {
+	transport := &http.Transport{TLSClientConfig: s.kubeletTLS(node), ForceAttemptHTTP2: true}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{
 		Transport: transport,
@@ -282,6 +284,27 @@ func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, loc url.URL, p
 			return nil
 		}
 	}
+}
+
+// kubeletTLS is the client configuration for the kubelet of node. A
+// certificate of the cluster CA for the node's address is not enough: a
+// node certificate must also be node's own, so that a node that got a
+// serving certificate for another's address cannot stand in for it.
+// (A kubelet serving certificate of another kind, from
+// --tls-cert-file, is checked by the CA and address alone.)
+func (s *Server) kubeletTLS(node string) *tls.Config {
+	c := s.cfg.KubeletClientTLS.Clone()
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the kubelet presented no certificate")
+		}
+		cn := cs.PeerCertificates[0].Subject.CommonName
+		if other, ok := strings.CutPrefix(cn, bootstrap.NodeUserPrefix); ok && other != node {
+			return fmt.Errorf("the kubelet of node %s presented node %s's certificate", node, other)
+		}
+		return nil
+	}
+	return c
 }
 
 // kubeletError turns a kubelet's error answer into the API error

@@ -38,7 +38,14 @@ type fakeKubelet struct {
 
 func startFakeKubelet(t *testing.T, ca *pki.CA) *fakeKubelet {
 	t.Helper()
-	serving, err := ca.ServerConfig("kubelet", []string{"127.0.0.1"})
+	return startFakeKubeletAs(t, ca, "kubelet")
+}
+
+// startFakeKubeletAs is startFakeKubelet with a serving certificate named
+// name.
+func startFakeKubeletAs(t *testing.T, ca *pki.CA, name string) *fakeKubelet {
+	t.Helper()
+	serving, err := ca.ServerConfig(name, []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) proxyToKubelet(w http.ResponseWriter, r *http.Request, pod *cor
 		return err
 	}
 	loc := url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}
-	tlsConfig := s.cfg.KubeletClientTLS.Clone()
+	tlsConfig := s.kubeletTLS(pod.Spec.NodeName)
 	// Upgrades need HTTP/1.1.
 	tlsConfig.NextProtos = []string{"http/1.1"}
 	transport := &http.Transport{TLSClientConfig: tlsConfig}
@@ -164,7 +165,21 @@ func (s *Server) proxyToKubelet(w http.ResponseWriter, r *http.Request, pod *cor
 			}
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxKubeletErrorBytes))
 			resp.Body.Close()
-			status := kubeletError(resp.StatusCode, pod.Name, strings.TrimSpace(string(body))).(apierrors.APIStatus).Status()
+			text := strings.TrimSpace(string(body))
+			var err error
+			switch resp.StatusCode {
+			case http.StatusBadRequest:
+				err = apierrors.NewBadRequest(text)
+			case http.StatusNotFound:
+				err = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+					Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound, Message: text}}
+			case http.StatusUnauthorized, http.StatusForbidden:
+				// The kubelet refused this server, not the client.
+				err = apierrors.NewServiceUnavailable(fmt.Sprintf("the kubelet of node %s refused this API server: %s", pod.Spec.NodeName, text))
+			default:
+				err = apierrors.NewInternalError(fmt.Errorf("the kubelet of node %s: %s", pod.Spec.NodeName, text))
+			}
+			status := err.(apierrors.APIStatus).Status()
 			status.Kind, status.APIVersion = "Status", "v1"
 			b, _ := json.Marshal(status)
 			resp.StatusCode = int(status.Code)

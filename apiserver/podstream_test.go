@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,54 @@ func TestPodExecAttachAndPortForwardAreCheckedBeforeTheKubelet(t *testing.T) {
 				t.Fatalf("got %v, want a %d with %q", err, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestAnotherNodesKubeletCertificateIsRefused: a kubelet that presents a
+// node certificate of the cluster CA for the right address, but another
+// node's, gets neither logs nor exec sessions.
+func TestAnotherNodesKubeletCertificateIsRefused(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ctx := ctxT(t)
+	impostor := startFakeKubeletAs(t, c.ca, "system:node:n2")
+	cs := startAPIWithKubeletClient(t, c)
+	createNamespace(t, c, "team")
+	host, port, _ := net.SplitHostPort(impostor.srv.Listener.Addr().String())
+	kubeletPort, _ := strconv.Atoi(port)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(kubeletPort)}},
+	}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := cs.CoreV1().Pods("team")
+	if _, err := pods.Create(ctx, testPod("one"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Bind(ctx, binding("one", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		// The node may not be in the API server's cache yet. (client-go
+		// does not decode a log request's error: read the Status itself.)
+		body, _ = pods.GetLogs("one", &corev1.PodLogOptions{}).Do(ctx).Raw()
+		if strings.Contains(string(body), "certificate") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), "the kubelet of node n1 presented node n2's certificate") {
+		t.Errorf("logs through another node's kubelet certificate: %s", body)
+	}
+	err := cs.CoreV1().RESTClient().Post().Namespace("team").Resource("pods").Name("one").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}, scheme.ParameterCodec).Do(ctx).Error()
+	if err == nil || !strings.Contains(err.Error(), "presented node n2's certificate") {
+		t.Errorf("exec through another node's kubelet certificate: %v", err)
+	}
+	if u, _ := impostor.last(); u != nil {
+		t.Errorf("the impostor was asked %v", u)
 	}
 }

@@ -37,6 +37,6 @@ func TestNodeOnContainerd(t *testing.T) {
 	}, func() any { return logs })
 	n.delete(t, "web", 1)
 	n.waitGone(t, "web", 30*time.Second)
-	checkStreams(t, n)
+	checkStreams(t, n, false)
 	checkAttach(t, n)
 }

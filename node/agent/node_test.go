@@ -437,7 +437,7 @@ func TestNode(t *testing.T) {
 	})
 
 	t.Run("exec and port-forward reach a pod through the API", func(t *testing.T) {
-		checkStreams(t, n)
+		checkStreams(t, n, true)
 	})
 
 	t.Run("attach reaches a pod's shell through the API", func(t *testing.T) {

@@ -32,8 +32,10 @@ const streamPort = 9000
 // checkStreams runs kubectl's exec and port-forward, through the API
 // server and the kubelet API, into a pod of n: the way kubectl does
 // (websocket first, SPDY if the upgrade fails), and each transport
-// alone.
-func checkStreams(t *testing.T, n *testNode) {
+// alone. hangupKills says the runtime ends a command whose client went
+// away (the embedded one does; containerd, as under Kubernetes, lets it
+// run on).
+func checkStreams(t *testing.T, n *testNode, hangupKills bool) {
 	ctx := context.Background()
 	n.create(t, n.pod("streams", corev1.Container{Name: "main", Image: testimage.BusyboxRef,
 		Command: sh(fmt.Sprintf(`nc -ll -p %d -e sh -c 'read l; echo "pong $l"' & exec sleep 3600`, streamPort))}))
@@ -92,6 +94,38 @@ func checkStreams(t *testing.T, n *testNode) {
 				t.Errorf("tty: %q, %v", out.String(), err)
 			}
 		})
+	}
+
+	// A client that goes away ends its command, as a hangup would.
+	hangup := func(t *testing.T) {
+		e, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, execURL(n, sh("echo started; exec sleep 1001"), false).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		out := &syncBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: &blockingReader{ctx: ctx}, Stdout: out, Stderr: io.Discard})
+		}()
+		eventually(t, 10*time.Second, "the command started", func() bool { return strings.Contains(out.String(), "started") },
+			func() any { return out.String() })
+		cancel()
+		<-done
+		var ps string
+		eventually(t, 10*time.Second, "the command ended with its client", func() bool {
+			var b bytes.Buffer
+			e, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, execURL(n, []string{"ps"}, false).String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &b, Stderr: io.Discard})
+			ps = b.String()
+			return strings.Contains(ps, "sleep 3600") && !strings.Contains(ps, "sleep 1001")
+		}, func() any { return ps })
+	}
+	if hangupKills {
+		t.Run("exec/hangup", hangup)
 	}
 
 	t.Run("exec/refused", func(t *testing.T) {
@@ -218,6 +252,14 @@ func checkAttach(t *testing.T, n *testNode) {
 		t.Errorf("the shell's state %+v, want exit code 3", got.Status.ContainerStatuses[0].State)
 	}
 	n.delete(t, "console", 0)
+}
+
+// blockingReader is a stdin nobody types in, until ctx ends.
+type blockingReader struct{ ctx context.Context }
+
+func (b *blockingReader) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, io.EOF
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.

@@ -128,8 +128,17 @@ func (s *Server) remoteCommand(w http.ResponseWriter, r *http.Request, attach bo
 	}
 	defer session.close()
 
+	// The request's context outlives the upgraded connection: end the
+	// command's session when the client goes away, as a hangup would.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	go func() {
+		select {
+		case <-session.gone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var resize <-chan runtime.TerminalSize
 	if session.resize != nil {
 		resize = resizes(ctx, session.resize)
@@ -156,6 +165,8 @@ type execSession struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	resize         io.Reader
+	// gone is closed when the client's connection ends.
+	gone <-chan struct{}
 	status         io.Writer
 	close          func()
 }
@@ -174,7 +185,9 @@ func openWebsocketExec(w http.ResponseWriter, r *http.Request, opts execOptions)
 	channels[chanStdout] = kind(opts.stdout, wsstream.WriteChannel)
 	channels[chanStderr] = kind(opts.stderr, wsstream.WriteChannel)
 	channels[chanError] = wsstream.WriteChannel
-	channels[chanResize] = kind(opts.tty, wsstream.ReadChannel)
+	// Read even without a terminal: the channel's end is how the end of
+	// the connection shows (clients never close it themselves).
+	channels[chanResize] = wsstream.ReadChannel
 	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
 		remotecommand.StreamProtocolV5Name: {Binary: true, Channels: channels},
 		remotecommand.StreamProtocolV4Name: {Binary: true, Channels: channels},
@@ -194,27 +207,54 @@ func openWebsocketExec(w http.ResponseWriter, r *http.Request, opts execOptions)
 	if opts.stderr {
 		s.stderr = streams[chanStderr]
 	}
+	// The resize channel ends with the connection: sizes, if any, go on
+	// through a pipe to the session, and the end closes gone.
+	gone := make(chan struct{})
+	s.gone = gone
+	var sizes *io.PipeWriter
 	if opts.tty {
-		s.resize = streams[chanResize]
+		var r *io.PipeReader
+		r, sizes = io.Pipe()
+		s.resize = r
 	}
+	go func() {
+		defer close(gone)
+		if sizes == nil {
+			io.Copy(io.Discard, streams[chanResize])
+			return
+		}
+		io.Copy(sizes, streams[chanResize])
+		sizes.Close()
+	}()
 	return s, nil
 }
 
+// maxResizeMessage bounds one terminal size message: a client cannot
+// make the decoder buffer more than this.
+const maxResizeMessage = 4096
+
 // resizes decodes the terminal sizes the client sends, a JSON object
-// each, until the channel or ctx ends.
+// each, until the channel or ctx ends. A malformed or oversized message
+// ends the resizes, not the session.
 func resizes(ctx context.Context, ch io.Reader) <-chan runtime.TerminalSize {
 	out := make(chan runtime.TerminalSize)
 	go func() {
 		defer close(out)
-		dec := json.NewDecoder(ch)
+		limited := &io.LimitedReader{R: ch, N: maxResizeMessage}
+		dec := json.NewDecoder(limited)
 		for {
 			var size struct{ Width, Height uint16 }
 			if err := dec.Decode(&size); err != nil {
+				// Keep reading to the end: the channel's end is the
+				// connection's (see openWebsocketExec).
+				io.Copy(io.Discard, ch)
 				return
 			}
+			limited.N = maxResizeMessage
 			select {
 			case out <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
 			case <-ctx.Done():
+				io.Copy(io.Discard, ch)
 				return
 			}
 		}

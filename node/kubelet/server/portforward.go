@@ -15,6 +15,10 @@ import (
 	"k8s.io/client-go/tools/portforward"
 )
 
+// maxPendingPairs bounds the connections of one session waiting for
+// their second stream.
+const maxPendingPairs = 1024
+
 // portForwardTunnelProtocol is kubectl's port-forward protocol carried in
 // a websocket: SPDY frames in binary messages.
 const portForwardTunnelProtocol = "SPDY/3.1+" + portforward.PortForwardProtocolV1Name
@@ -117,6 +121,12 @@ func (f *forwarder) add(ctx context.Context, n newStream) {
 	id := h.Get(corev1.PortForwardRequestIDHeader)
 	p := f.pairs[id]
 	if p == nil {
+		if len(f.pairs) >= maxPendingPairs {
+			f.s.cfg.Logger.Debug("port-forward: too many half-open connections", "pod", f.pod)
+			n.stream.Reset()
+			f.conn.RemoveStreams(n.stream)
+			return
+		}
 		p = &streamPair{id: id, created: time.Now()}
 		f.pairs[id] = p
 	}
@@ -128,6 +138,7 @@ func (f *forwarder) add(ctx context.Context, n newStream) {
 	default:
 		f.s.cfg.Logger.Debug("port-forward: unexpected stream", "pod", f.pod, "type", kind, "requestID", id)
 		n.stream.Reset()
+		f.conn.RemoveStreams(n.stream)
 		return
 	}
 	p.replies = append(p.replies, n.replySent)
@@ -147,6 +158,7 @@ func (f *forwarder) expire(now time.Time) {
 		for _, st := range []httpstream.Stream{p.data, p.error} {
 			if st != nil {
 				st.Reset()
+				f.conn.RemoveStreams(st)
 			}
 		}
 	}

@@ -89,8 +89,13 @@ func openSPDYExec(w http.ResponseWriter, r *http.Request, opts execOptions) (*ex
 	for _, r := range replies {
 		<-r
 	}
+	gone := make(chan struct{})
+	go func() {
+		<-conn.CloseChan()
+		close(gone)
+	}()
 	status := got[corev1.StreamTypeError]
-	s := &execSession{status: status, close: func() {
+	s := &execSession{status: status, gone: gone, close: func() {
 		status.Close()
 		conn.Close()
 	}}

@@ -102,9 +102,10 @@ func CheckAttach(sp *Spec, h AttachHeader) error {
 		return errors.New("stdin is not enabled for this container: it must be created with stdin (stdin: true in the pod's container spec) to attach to its input")
 	case h.TTY && !sp.TTY:
 		return errors.New("the container has no tty: it must be created with one (tty: true in the pod's container spec) to attach with a terminal")
-	case !h.TTY && sp.TTY:
-		return errors.New("the container runs on a tty: attach with a terminal")
 	}
+	// A client without a terminal may attach to a container with one
+	// (kubectl attach without -it does): the terminal's output comes as
+	// stdout, and its input goes to the terminal.
 	return nil
 }
 
