@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"fmt"
 	"os"
 
 	cairnruntime "cairn/node/runtime"
@@ -9,8 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openPTY allocates a pseudo-terminal for an exec: see helper.OpenPTY.
-func openPTY() (master, slave *os.File, err error) { return helper.OpenPTY() }
+// openPTYIn allocates a pseudo-terminal for an exec in the container
+// whose main process is pid: from the container's own devpts, so that
+// tools that look their terminal up by name (tty, ssh, script) find it
+// there; from the host's when the container has none of its own.
+func openPTYIn(pid int) (master, slave *os.File, err error) {
+	if pid > 0 {
+		if master, slave, err = helper.OpenPTYAt(fmt.Sprintf("/proc/%d/root/dev/pts/ptmx", pid)); err == nil {
+			return master, slave, nil
+		}
+	}
+	return helper.OpenPTY()
+}
 
 // setWinsize sets the terminal's size; the kernel signals SIGWINCH to
 // its foreground process group when the size changes.

@@ -39,7 +39,8 @@ func (r *Runtime) Exec(ctx context.Context, req cairnruntime.ExecRequest) (int, 
 		args []string
 	)
 	if req.TTY {
-		sio, err = newTTYIO(req)
+		st, _ := r.currentState(c)
+		sio, err = newTTYIO(req, st.PID)
 		args = helper.ExecTTYArgs(r.cfg.HelperBinary, r.containerDir(c.ID), req.Cmd)
 	} else {
 		sio, err = newPipeIO(req)

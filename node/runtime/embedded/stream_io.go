@@ -81,8 +81,8 @@ func newPipeIO(req cairnruntime.ExecRequest) (*execIO, error) {
 // not used. A size already waiting on the request's Resize channel is
 // applied before the command starts, so that it never sees a 0x0
 // terminal then.
-func newTTYIO(req cairnruntime.ExecRequest) (*execIO, error) {
-	master, slave, err := openPTY()
+func newTTYIO(req cairnruntime.ExecRequest, pid int) (*execIO, error) {
+	master, slave, err := openPTYIn(pid)
 	if err != nil {
 		return nil, err
 	}

@@ -261,7 +261,8 @@ func TestExecOnATerminal(t *testing.T) {
 	t.Run("the command has a terminal of the size sent before the start", func(t *testing.T) {
 		resize := make(chan cairnruntime.TerminalSize, 1)
 		resize <- cairnruntime.TerminalSize{Width: 100, Height: 30}
-		x := e.ttyExec(e.ctx, id, resize, "sh", "-c", "test -t 0 && test -t 1 && test -t 2 && echo on-a-tty; stty size")
+		// Its name is the container's: programs that reopen it find it.
+		x := e.ttyExec(e.ctx, id, resize, "sh", "-c", "test -t 0 && test -t 1 && test -t 2 && test -c $(tty) && echo on-a-tty; stty size")
 		r := waitExec(t, x.res, 10*time.Second)
 		if out := x.stdout.String(); r.err != nil || r.code != 0 || !strings.Contains(out, "on-a-tty\r\n30 100\r\n") {
 			t.Errorf("exec = %d, %v, output %q; want on-a-tty and 30 100", r.code, r.err, out)

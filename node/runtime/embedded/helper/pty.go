@@ -7,34 +7,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OpenPTY allocates a pseudo-terminal. The master is non-blocking, so
-// that Go's poller serves it: a Close then wakes a Read or Write blocked
-// on it, and read deadlines work. The slave is an ordinary blocking
-// file, for a child process to inherit; neither becomes the caller's
-// controlling terminal. The exec helper's terminals and the terminals
-// of containers created with a tty come from here.
+// OpenPTY allocates a pseudo-terminal from the host's /dev/ptmx. The
+// master is non-blocking, so that Go's poller serves it: a Close then
+// wakes a Read or Write blocked on it, and read deadlines work. The slave
+// is an ordinary blocking file, for a child process to inherit; neither
+// becomes the caller's controlling terminal. The terminals of containers
+// created with a tty come from here.
 func OpenPTY() (master, slave *os.File, err error) {
-	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	return OpenPTYAt("/dev/ptmx")
+}
+
+// OpenPTYAt is OpenPTY with the terminal taken from the devpts instance
+// of the ptmx device at path: a container's own (through
+// /proc/PID/root/dev/pts/ptmx), so that the name of the terminal a
+// command there runs on exists in the container.
+func OpenPTYAt(ptmx string) (master, slave *os.File, err error) {
+	mfd, err := unix.Open(ptmx, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening /dev/ptmx: %w", err)
+		return nil, nil, fmt.Errorf("opening %s: %w", ptmx, err)
 	}
-	master = os.NewFile(uintptr(mfd), "/dev/ptmx")
+	master = os.NewFile(uintptr(mfd), ptmx)
 	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
 		master.Close()
 		return nil, nil, fmt.Errorf("unlocking the terminal: %w", err)
 	}
-	n, err := unix.IoctlGetUint32(mfd, unix.TIOCGPTN)
-	if err != nil {
+	// The peer of this master, whichever devpts instance it is in, with
+	// no lookup of its name.
+	sfd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(mfd), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
 		master.Close()
-		return nil, nil, fmt.Errorf("finding the terminal's slave: %w", err)
+		return nil, nil, fmt.Errorf("opening the terminal's slave: %w", errno)
 	}
-	path := fmt.Sprintf("/dev/pts/%d", n)
-	sfd, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
-	}
-	return master, os.NewFile(uintptr(sfd), path), nil
+	return master, os.NewFile(sfd, ptmx+" (slave)"), nil
 }
 
 // SetWinsize sets the size of the terminal whose master is given, in
