@@ -166,9 +166,9 @@ type execSession struct {
 	stdout, stderr io.Writer
 	resize         io.Reader
 	// gone is closed when the client's connection ends.
-	gone <-chan struct{}
-	status         io.Writer
-	close          func()
+	gone   <-chan struct{}
+	status io.Writer
+	close  func()
 }
 
 // openWebsocketExec upgrades to a websocket with one binary channel each
