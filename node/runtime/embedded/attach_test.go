@@ -113,6 +113,9 @@ func TestAttachToAShellOnATerminal(t *testing.T) {
 		// is the session, 7 the controlling terminal).
 		a.write(t, `set -- $(cat /proc/$$/stat); echo "pid-$1 session-$6 tty-$([ $7 != 0 ] && echo yes)"`+"\n")
 		a.stdout.waitFor(t, "pid-1 session-1 tty-yes", 5*time.Second, nil)
+		// The terminal is the container's own: its name exists there.
+		a.write(t, `test -c "$(tty)" && echo tty-name-$((40+2))`+"\n")
+		a.stdout.waitFor(t, "tty-name-42", 5*time.Second, nil)
 	})
 	t.Run("two clients see the output", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(e.ctx)

@@ -16,10 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// consoleFD is the init's end of the socket on which, for a container
+// with a tty, it hands the shim the master of the terminal it made.
+const consoleFD = 5
+
 // runInit is the main of the container init: `__container-init DIR`, run
 // by the shim as PID 1 of new mount, PID, UTS and IPC namespaces, with
-// the go pipe as fd 3 and the failure pipe as fd 4. It only returns on
-// failure: on success it becomes the container's command.
+// the go pipe as fd 3, the failure pipe as fd 4 and, with a tty, the
+// console socket as fd 5. It only returns on failure: on success it
+// becomes the container's command.
 func runInit(args []string) int {
 	if len(args) != 1 {
 		return usage(initCommand, args)
@@ -44,6 +49,11 @@ func containerInit(dir string, goPipe *os.File) error {
 	}
 	if err := pivotRoot(root); err != nil {
 		return err
+	}
+	if sp.TTY {
+		if err := setupConsole(); err != nil {
+			return err
+		}
 	}
 	if sp.ReadonlyRootfs {
 		if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
@@ -75,6 +85,70 @@ func containerInit(dir string, goPipe *os.File) error {
 	}
 	err = syscall.Exec(path, sp.Args, sp.Env)
 	return fmt.Errorf("exec %s: %w", sp.Args[0], err)
+}
+
+// setupConsole makes the container's terminal in its own devpts (so the
+// name the command's tty has exists in the container), makes it the
+// controlling terminal of the init's session and its stdin, stdout and
+// stderr, and hands the master to the shim on the console socket.
+func setupConsole() error {
+	sock := os.NewFile(consoleFD, "console")
+	defer sock.Close()
+	master, slave, err := OpenPTYAt("/dev/ptmx")
+	if err != nil {
+		return fmt.Errorf("making the container's terminal: %w", err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	sfd := int(slave.Fd())
+	if err := unix.IoctlSetInt(sfd, unix.TIOCSCTTY, 0); err != nil {
+		return fmt.Errorf("making the terminal the controlling one: %w", err)
+	}
+	for fd := 0; fd <= 2; fd++ {
+		if err := unix.Dup3(sfd, fd, 0); err != nil {
+			return fmt.Errorf("making the terminal the init's stdio: %w", err)
+		}
+	}
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.Sendmsg(consoleFD, []byte("t"), unix.UnixRights(int(fd)), nil, 0)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("handing the terminal to the shim: %w", serr)
+	}
+	return nil
+}
+
+// receiveConsole reads the terminal master the init hands over on sock;
+// an error (or the init's exit, which closes sock) comes back as such.
+func receiveConsole(sock *os.File) (*os.File, error) {
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 && oobn == 0 {
+		return nil, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, errors.New("no terminal in the init's message")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, errors.New("no terminal in the init's message")
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		return nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "/dev/ptmx"), nil
 }
 
 // dropPrivileges reduces the calling thread to the container's

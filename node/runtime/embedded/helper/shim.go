@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"cairn/internal/nsthread"
+
+	"golang.org/x/sys/unix"
 )
 
 // shimReport is the one message a shim sends the agent, on its fd 3,
@@ -217,17 +219,9 @@ func (c *containerIO) close() {
 func newContainerIO(sp *Spec) (cio *containerIO, stdin, stdout, stderr *os.File, err error) {
 	cio = &containerIO{}
 	if sp.TTY {
-		master, slave, err := OpenPTY()
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		cio.stdout, cio.term = master, master
-		if sp.Stdin {
-			cio.stdin = master
-		}
-		// Without stdin the terminal is the process's stdin all the
-		// same, as with `docker run -t`: nobody types on it.
-		return cio, slave, slave, slave, nil
+		// The init makes the terminal in the container's own devpts and
+		// hands over its master (see setupConsole).
+		return cio, nil, nil, nil, nil
 	}
 	fail := func(err error) (*containerIO, *os.File, *os.File, *os.File, error) {
 		cio.close()
@@ -287,21 +281,35 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error)
 	}
 	defer goW.Close()
 	defer failR.Close()
+	extra := []*os.File{goR, failW}
+	// With a tty, the console socket on which the init hands over the
+	// terminal's master.
+	var console, consoleC *os.File
+	if sp.TTY {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			goR.Close()
+			failW.Close()
+			cio.close()
+			return nil, nil, fmt.Errorf("the console socket: %w", err)
+		}
+		console, consoleC = os.NewFile(uintptr(fds[0]), "console"), os.NewFile(uintptr(fds[1]), "console")
+		defer console.Close()
+		extra = append(extra, consoleC)
+	}
 	proc = &exec.Cmd{
 		Path:       SelfExe,
 		Args:       []string{os.Args[0], initCommand, s.dir},
 		Env:        []string{},
 		Stdout:     outC,
 		Stderr:     errC,
-		ExtraFiles: []*os.File{goR, failW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setsid: true,
 			// With a tty the init, and so the command it becomes, leads
-			// its session with the terminal (its stdin) as controlling
-			// one: a shell runs interactively with job control, and ^C
-			// signals its foreground job.
-			Setctty:    sp.TTY,
-			Ctty:       0,
+			// its session with the terminal as controlling one (the init
+			// sets it up): a shell runs interactively with job control,
+			// and ^C signals its foreground job.
+			Setsid:     true,
 			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 		},
 	}
@@ -315,6 +323,9 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error)
 	closeChildEnds()
 	goR.Close()
 	failW.Close()
+	if consoleC != nil {
+		consoleC.Close()
+	}
 	if err != nil {
 		cio.close()
 		return nil, nil, fmt.Errorf("starting the container init: %w", err)
@@ -332,6 +343,21 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error)
 		// Best effort: lowering it needs CAP_SYS_RESOURCE, which root
 		// lacks in some VMs; the kubelet's values are advisory anyway.
 		os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", proc.Process.Pid), []byte(strconv.FormatInt(sp.OOMScoreAdj, 10)), 0o644)
+	}
+	if console != nil {
+		master, err := receiveConsole(console)
+		if err != nil {
+			// The init failed first: its own error says why.
+			proc.Process.Kill()
+			if msg, _ := io.ReadAll(failR); len(msg) > 0 {
+				err = errors.New(string(msg))
+			}
+			return abort(fmt.Errorf("the container's terminal: %w", err))
+		}
+		cio.stdout, cio.term = master, master
+		if sp.Stdin {
+			cio.stdin = master
+		}
 	}
 	if _, err := goW.Write([]byte("go")); err != nil {
 		return abort(fmt.Errorf("releasing the container init: %w", err))
