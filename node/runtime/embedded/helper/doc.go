@@ -16,7 +16,9 @@
 //     the state on disk, and attaches to them through their shims.
 //   - the container init runs inside the new namespaces: it mounts the
 //     root filesystem, /proc, /dev, /sys, /etc/hosts and the volumes,
-//     pivots into it, waits until the shim has placed it in its cgroups,
+//     pivots into it, makes the terminal of a tty container in the
+//     container's own devpts and hands its master to the shim, waits
+//     until the shim has placed it in its cgroups,
 //     drops capabilities and privileges, and execs the container's
 //     command.
 //   - the exec helper runs a command in a running container (ExecSync)

@@ -11,8 +11,8 @@ import (
 // master is non-blocking, so that Go's poller serves it: a Close then
 // wakes a Read or Write blocked on it, and read deadlines work. The slave
 // is an ordinary blocking file, for a child process to inherit; neither
-// becomes the caller's controlling terminal. The terminals of containers
-// created with a tty come from here.
+// becomes the caller's controlling terminal. An exec falls back to it
+// when a container has no devpts of its own.
 func OpenPTY() (master, slave *os.File, err error) {
 	return OpenPTYAt("/dev/ptmx")
 }
