@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
@@ -44,22 +45,7 @@ func checkStreams(t *testing.T, n *testNode, hangupKills bool) {
 
 	executors := map[string]func(t *testing.T, cmd []string, tty bool) remotecommand.Executor{
 		"kubectl": func(t *testing.T, cmd []string, tty bool) remotecommand.Executor {
-			u := execURL(n, cmd, tty)
-			ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool {
-				return fellBack(t, err)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return e
+			return kubectlExecutor(t, cfg, execURL(n, cmd, tty))
 		},
 		"spdy": func(t *testing.T, cmd []string, tty bool) remotecommand.Executor {
 			e, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, execURL(n, cmd, tty))
@@ -213,18 +199,7 @@ func checkAttach(t *testing.T, n *testNode) {
 	cfg := n.cluster.AdminConfig(0)
 	u := n.client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("console").SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: "sh", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool { return fellBack(t, err) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := kubectlExecutor(t, cfg, u)
 	stdin, typing := io.Pipe()
 	out := &syncBuffer{}
 	done := make(chan error, 1)
@@ -278,6 +253,26 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// kubectlExecutor runs a remote command at u as kubectl does: over a
+// websocket, or over SPDY if the upgrade fails (which must not happen
+// here).
+func kubectlExecutor(t *testing.T, cfg *rest.Config, u *url.URL) remotecommand.Executor {
+	t.Helper()
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool { return fellBack(t, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // fellBack is kubectl's test for falling back to SPDY, which must not

@@ -22,7 +22,7 @@ const maxExecOutput = 16 << 20
 // and exit code. With a timeout, a command still running then is killed
 // and ExecSync fails with an error wrapping context.DeadlineExceeded.
 func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	c, err := r.runningContainer(req.GetContainerId())
+	c, _, err := r.runningContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +60,16 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 }
 
 // runningContainer returns the container named id if it is running.
-func (r *Runtime) runningContainer(id string) (*containerRecord, error) {
+func (r *Runtime) runningContainer(id string) (*containerRecord, helper.State, error) {
 	c, err := r.container(id)
 	if err != nil {
-		return nil, err
+		return nil, helper.State{}, err
 	}
-	if st, _ := r.currentState(c); !st.Running {
-		return nil, fmt.Errorf("embedded: container %s is not running", c.ID)
+	st, _ := r.currentState(c)
+	if !st.Running {
+		return nil, st, fmt.Errorf("embedded: container %s is not running", c.ID)
 	}
-	return c, nil
+	return c, st, nil
 }
 
 // helperCmd returns the command that runs the exec helper with args

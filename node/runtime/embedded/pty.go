@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	cairnruntime "cairn/node/runtime"
 	"cairn/node/runtime/embedded/helper"
 
 	"golang.org/x/sys/unix"
@@ -21,12 +20,6 @@ func openPTYIn(pid int) (master, slave *os.File, err error) {
 		}
 	}
 	return helper.OpenPTY()
-}
-
-// setWinsize sets the terminal's size; the kernel signals SIGWINCH to
-// its foreground process group when the size changes.
-func setWinsize(master *os.File, size cairnruntime.TerminalSize) error {
-	return helper.SetWinsize(master, size.Width, size.Height)
 }
 
 // killTerminalSession kills, with SIGKILL, the process group of the

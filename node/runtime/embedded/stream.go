@@ -27,7 +27,7 @@ import (
 // silence. When ctx ends first, the command is killed and Exec returns
 // ctx's error.
 func (r *Runtime) Exec(ctx context.Context, req cairnruntime.ExecRequest) (int, error) {
-	c, err := r.runningContainer(req.ContainerID)
+	c, st, err := r.runningContainer(req.ContainerID)
 	if err != nil {
 		return 0, err
 	}
@@ -39,7 +39,6 @@ func (r *Runtime) Exec(ctx context.Context, req cairnruntime.ExecRequest) (int, 
 		args []string
 	)
 	if req.TTY {
-		st, _ := r.currentState(c)
 		sio, err = newTTYIO(req, st.PID)
 		args = helper.ExecTTYArgs(r.cfg.HelperBinary, r.containerDir(c.ID), req.Cmd)
 	} else {

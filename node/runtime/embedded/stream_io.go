@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cairnruntime "cairn/node/runtime"
+	"cairn/node/runtime/embedded/helper"
 )
 
 // drainIdle is how long an exec's output may stay silent, once the
@@ -16,10 +17,6 @@ import (
 // the command left behind may hold it open for good, and would keep the
 // client's kubectl hanging.
 const drainIdle = time.Second
-
-// eotByte is ^D, which a terminal in canonical mode turns into an end of
-// file for the process reading it.
-const eotByte = 0x04
 
 // execIO is the plumbing of one exec: the helper's stdin, stdout and
 // stderr, and the copies between them and the request's streams.
@@ -94,7 +91,7 @@ func newTTYIO(req cairnruntime.ExecRequest, pid int) (*execIO, error) {
 		resize:     req.Resize,
 	}
 	if req.Stdin != nil {
-		s.stdinSrc, s.stdinDst, s.eof = req.Stdin, master, []byte{eotByte}
+		s.stdinSrc, s.stdinDst, s.eof = req.Stdin, master, []byte{helper.EOT}
 	}
 	dst := req.Stdout
 	if dst == nil {
@@ -111,7 +108,7 @@ pending:
 				s.resize = nil
 				break pending
 			}
-			if err := setWinsize(master, size); err != nil {
+			if err := helper.SetWinsize(master, size.Width, size.Height); err != nil {
 				s.closeAll()
 				return nil, err
 			}
@@ -163,7 +160,7 @@ func (s *execIO) applyResizes() {
 			if !ok {
 				return
 			}
-			setWinsize(s.master, size)
+			helper.SetWinsize(s.master, size.Width, size.Height)
 		case <-s.resizeStop:
 			return
 		}

@@ -28,9 +28,9 @@ const (
 	maxAttachHeader = 4096
 )
 
-// eot is ^D, which a terminal in canonical mode turns into an end of
+// EOT is ^D, which a terminal in canonical mode turns into an end of
 // file for the process reading it.
-const eot = 0x04
+const EOT = 0x04
 
 // attachHub is the shim's side of the attach protocol (see
 // AttachSocket): it serves the socket, copies the container's output to
@@ -231,7 +231,7 @@ func (h *attachHub) inputEnded() {
 	}
 	h.inMu.Lock()
 	defer h.inMu.Unlock()
-	h.in.Write([]byte{eot})
+	h.in.Write([]byte{EOT})
 }
 
 // broadcast queues output of the container, of kind FrameStdout or
