@@ -227,7 +227,7 @@ func TestAttachStreamsTheOutputOfAPlainContainer(t *testing.T) {
 	if r := waitAttach(t, a.res, 5*time.Second); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("cancelled attach = %v, want context.Canceled", r.err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for openFDs(t) > fds || runtime.NumGoroutine() > goroutines {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the attach %d descriptors and %d goroutines, before %d and %d", openFDs(t), runtime.NumGoroutine(), fds, goroutines)
@@ -281,10 +281,12 @@ func TestAttachDropsAClientThatCannotKeepUp(t *testing.T) {
 	// More than the slow client's queue and socket buffers could hold:
 	// the container, its log and the other client went on without it.
 	const want = 12 << 20
-	deadline := time.Now().Add(10 * time.Second)
+	// A guard against a hang, not a speed test: on a loaded machine the
+	// flood takes a while.
+	deadline := time.Now().Add(time.Minute)
 	for fast.n.Load() < want {
 		if time.Now().After(deadline) {
-			t.Fatalf("the fast client got %d bytes in 10s, want %d", fast.n.Load(), want)
+			t.Fatalf("the fast client got %d bytes in a minute, want %d", fast.n.Load(), want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn/internal/privtest"
 	"cairn/internal/testimage"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -121,7 +122,7 @@ func TestPortForwardReachesThePodsLoopback(t *testing.T) {
 	})
 	t.Run("server on the IPv6 loopback only", func(t *testing.T) {
 		if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
-			t.Skip("no IPv6 on this kernel")
+			privtest.Unavailable(t, "no IPv6 on this kernel")
 		}
 		e.start(sb, &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "http6"},
