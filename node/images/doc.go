@@ -8,6 +8,9 @@
 // may use one store: every change of the index happens under an exclusive
 // file lock, and new blobs are first written to a private temporary
 // directory, so that an import works whether or not the agent runs.
+// An image is unpacked as it arrives, as containerd does, so that its
+// first container does not wait for the layers; an image stored without
+// its tree is unpacked on first use.
 //
 // On disk, under the store directory:
 //

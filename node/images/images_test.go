@@ -84,9 +84,17 @@ func TestImportReadsOCILayoutAndDockerArchives(t *testing.T) {
 			if _, err := s.Get("cairn.test/other:latest"); !errors.Is(err, ErrNotFound) {
 				t.Errorf("Get of a missing image = %v, want ErrNotFound", err)
 			}
+			// Import unpacks, so that the first container does not wait.
+			unpacked := filepath.Join(s.dir, "rootfs", strings.TrimPrefix(imgs[0].ID, "sha256:"))
+			if _, err := os.Stat(filepath.Join(unpacked, "bin", "busybox")); err != nil {
+				t.Errorf("the image is not unpacked by Import: %v", err)
+			}
 			_, root, err := s.Unpack(context.Background(), ref, "c1")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if root != unpacked {
+				t.Errorf("Unpack gave %s, want the tree Import unpacked, %s", root, unpacked)
 			}
 			if link, err := os.Readlink(filepath.Join(root, "bin", "sh")); err != nil || link != "/bin/busybox" {
 				t.Errorf("bin/sh -> %q, %v; want /bin/busybox", link, err)
@@ -334,6 +342,9 @@ func TestPullFromRegistryOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDigest := host + "/test/busybox@" + digest.String()
+	if _, err := os.Stat(filepath.Join(s.dir, "rootfs", strings.TrimPrefix(got.ID, "sha256:"), "bin", "busybox")); err != nil {
+		t.Errorf("the image is not unpacked by Pull: %v", err)
+	}
 	if !slices.Equal(got.RepoTags, []string{ref}) || !slices.Equal(got.RepoDigests, []string{wantDigest}) {
 		t.Errorf("pulled %+v, want tag %s and digest %s", got, ref, wantDigest)
 	}

@@ -57,6 +57,9 @@ func (s *Store) Import(ctx context.Context, tarPath string) ([]Image, error) {
 		s.log.Info("imported image", "id", img.ID, "tags", img.RepoTags, "from", tarPath)
 		out = append(out, img)
 	}
+	if err := s.ensureUnpacked(ctx, out); err != nil {
+		return nil, fmt.Errorf("images: importing %s: %w", tarPath, err)
+	}
 	return out, nil
 }
 

@@ -89,6 +89,9 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *Auth) (Image, error)
 	if err != nil {
 		return Image{}, err
 	}
+	if err := s.ensureUnpacked(ctx, []Image{got}); err != nil {
+		return Image{}, fmt.Errorf("images: pulling %s: %w", norm, err)
+	}
 	s.log.Info("pulled image", "ref", norm, "id", got.ID, "digest", desc.Digest)
 	return s.Get(got.ID)
 }

@@ -13,47 +13,72 @@ import (
 )
 
 // Unpack returns the image a reference names and the directory holding
-// its root filesystem, unpacking the layers on first use (the result is
-// shared by every container of the image and must not be written to).
-// The lease, typically a container ID, keeps the directory on disk until
-// Release, even if the image is removed meanwhile.
+// its root filesystem, unpacking the layers if Import or Pull has not
+// (the result is shared by every container of the image and must not be
+// written to). The lease, typically a container ID, keeps the directory
+// on disk until Release, even if the image is removed meanwhile.
 func (s *Store) Unpack(ctx context.Context, ref, lease string) (Image, string, error) {
 	if lease == "" || strings.ContainsAny(lease, "/.") {
 		return Image{}, "", fmt.Errorf("images: invalid lease %q", lease)
 	}
+	var img Image
+	var dir string
+	err := s.withRootfs(ctx, ref, func(i Image, d string) error {
+		img, dir = i, d
+		leases := d + ".leases"
+		if err := os.MkdirAll(leases, 0o700); err != nil {
+			return fmt.Errorf("images: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(leases, lease), nil, 0o600); err != nil {
+			return fmt.Errorf("images: %w", err)
+		}
+		return nil
+	})
+	return img, dir, err
+}
+
+// ensureUnpacked unpacks the root filesystems of imgs that are not yet,
+// as containerd does on pull: the first container of an image then
+// starts without waiting for its layers.
+func (s *Store) ensureUnpacked(ctx context.Context, imgs []Image) error {
+	for _, img := range imgs {
+		if err := s.withRootfs(ctx, img.ID, func(Image, string) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withRootfs calls fn with the image ref names and the directory of its
+// unpacked root filesystem, unpacking it first if needed, while holding
+// the store lock shared and the image's lock exclusively.
+func (s *Store) withRootfs(ctx context.Context, ref string, fn func(Image, string) error) error {
 	// The shared store lock keeps blobs and unpacked trees from being
 	// collected while we read them and take the lease.
 	unlock, err := flock(s.path("lock"), false)
 	if err != nil {
-		return Image{}, "", err
+		return err
 	}
 	defer unlock()
 	img, err := s.Get(ref)
 	if err != nil {
-		return Image{}, "", err
+		return err
 	}
 	id := strings.TrimPrefix(img.ID, "sha256:")
 	dir := s.path("rootfs", id)
 	unlockImage, err := flock(s.path("rootfs", id+".lock"), true)
 	if err != nil {
-		return Image{}, "", err
+		return err
 	}
 	defer unlockImage()
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := s.unpack(ctx, img, dir); err != nil {
-			return Image{}, "", err
+			return err
 		}
 	} else if err != nil {
-		return Image{}, "", fmt.Errorf("images: %w", err)
+		return fmt.Errorf("images: %w", err)
 	}
-	leases := s.path("rootfs", id+".leases")
-	if err := os.MkdirAll(leases, 0o700); err != nil {
-		return Image{}, "", fmt.Errorf("images: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(leases, lease), nil, 0o600); err != nil {
-		return Image{}, "", fmt.Errorf("images: %w", err)
-	}
-	return img, dir, nil
+	return fn(img, dir)
 }
 
 // Release drops a lease taken by Unpack. The unpacked tree of an image
