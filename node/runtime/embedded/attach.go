@@ -41,7 +41,7 @@ func (r *Runtime) Attach(ctx context.Context, req cairnruntime.AttachRequest) er
 		return fmt.Errorf("embedded: cannot attach to container %s: it is not running", c.ID)
 	}
 	dir := r.containerDir(c.ID)
-	sp, err := helper.ReadSpec(dir)
+	sp, err := r.spec(c)
 	if err != nil {
 		return fmt.Errorf("embedded: attach to container %s: %w", c.ID, err)
 	}
@@ -51,7 +51,7 @@ func (r *Runtime) Attach(ctx context.Context, req cairnruntime.AttachRequest) er
 		Stderr: req.Stderr != nil && !req.TTY,
 		TTY:    req.TTY,
 	}
-	if err := helper.CheckAttach(&sp, h); err != nil {
+	if err := helper.CheckAttach(sp, h); err != nil {
 		return fmt.Errorf("embedded: cannot attach to container %s: %w", c.ID, err)
 	}
 	conn, err := helper.DialAttach(ctx, dir, h)

@@ -44,6 +44,20 @@ func (c *containerRecord) config() *runtimeapi.ContainerConfig {
 	return c.decoded.get(c.Config)
 }
 
+// spec returns the container's spec. It is shared: callers must not
+// change it.
+func (r *Runtime) spec(c *containerRecord) (*helper.Spec, error) {
+	if sp := c.spec.Load(); sp != nil {
+		return sp, nil
+	}
+	sp, err := helper.ReadSpec(r.containerDir(c.ID))
+	if err != nil {
+		return nil, err
+	}
+	c.spec.Store(&sp)
+	return &sp, nil
+}
+
 func (r *Runtime) saveContainer(c *containerRecord) error {
 	return helper.WriteJSON(filepath.Join(r.containerDir(c.ID), "container.json"), c)
 }
@@ -170,6 +184,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	if len(img.RepoDigests) > 0 {
 		c.ImageRef = img.RepoDigests[0]
 	}
+	c.spec.Store(sp)
 	return c, r.saveContainer(c)
 }
 
@@ -244,7 +259,10 @@ func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 	}
 	cfg := c.config()
 	st, started := r.currentState(c)
-	sp, _ := helper.ReadSpec(r.containerDir(c.ID))
+	sp, err := r.spec(c)
+	if err != nil {
+		sp = &helper.Spec{}
+	}
 	status := &runtimeapi.ContainerStatus{
 		Id: c.ID, Metadata: cfg.GetMetadata(), State: containerState(st, started),
 		CreatedAt: c.CreatedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt,
@@ -281,7 +299,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	if res == nil {
 		return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 	}
-	sp, err := helper.ReadSpec(r.containerDir(c.ID))
+	sp, err := r.spec(c)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +339,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *containerRecord) error
 	if err := r.stopContainer(ctx, c, 0); err != nil {
 		return err
 	}
-	sp, err := helper.ReadSpec(r.containerDir(c.ID))
+	sp, err := r.spec(c)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		`echo hostname=$(hostname)`,
 		`echo user=$(id -u):$(id -g)`,
 		`echo greeting=$GREETING`,
+		`echo gomaxprocs=${GOMAXPROCS-unset}`,
 		`echo hosts=$(grep -c "^` + ip + `\sweb$" /etc/hosts)`,
 		`echo resolv=$(grep -c "^nameserver 10.96.0.10$" /etc/resolv.conf)`,
 		`echo caps=$(grep CapBnd /proc/self/status | cut -f2)`,
@@ -60,6 +61,8 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		"stdout: hostname=web",
 		"stdout: user=0:0",
 		"stdout: greeting=hi there",
+		// The helpers' own environment stays out of the container.
+		"stdout: gomaxprocs=unset",
 		"stdout: hosts=1",
 		"stdout: resolv=1",
 		// Docker's default capability set.

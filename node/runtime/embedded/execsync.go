@@ -80,7 +80,7 @@ func (r *Runtime) helperCmd(args []string) *exec.Cmd {
 	return &exec.Cmd{
 		Path:        r.cfg.HelperBinary,
 		Args:        args,
-		Env:         []string{},
+		Env:         helper.Env(),
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 }

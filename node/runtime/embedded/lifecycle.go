@@ -127,7 +127,7 @@ func (r *Runtime) stopContainer(ctx context.Context, c *containerRecord, timeout
 		return nil
 	}
 	if timeout > 0 {
-		sp, err := helper.ReadSpec(r.containerDir(c.ID))
+		sp, err := r.spec(c)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync/atomic"
 
+	"cairn/node/runtime/embedded/helper"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -41,6 +43,9 @@ type containerRecord struct {
 	LogPath  string `json:"logPath,omitempty"`
 
 	decoded decodedConfig[runtimeapi.ContainerConfig]
+	// spec caches the container's spec.json, written once at creation:
+	// the kubelet asks for a container's status on every sync.
+	spec atomic.Pointer[helper.Spec]
 }
 
 // decodedConfig holds a record's Config, decoded once: the kubelet lists

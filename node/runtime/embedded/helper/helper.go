@@ -18,6 +18,20 @@ const (
 // and the binary a shim runs as the container's init.
 const SelfExe = "/proc/self/exe"
 
+// Env returns the environment of a helper that does one thing at a
+// time (the init, the exec helper): nothing but one P for the Go
+// scheduler. A Go process sizing itself to the machine reads its cgroup
+// CPU limits and starts a thread per CPU, which made every helper start
+// about half a millisecond of CPU dearer; a container start runs two.
+// Commands in the container never see it: they get the spec's
+// environment.
+func Env() []string { return []string{"GOMAXPROCS=1"} }
+
+// shimEnv is the shim's environment: two Ps, so that the copy of a
+// flooding container's output cannot keep the attach writers from
+// running, which would drop a client that keeps up as too slow.
+func shimEnv() []string { return []string{"GOMAXPROCS=2"} }
+
 // MaybeRun turns the process into a container shim, init or exec helper
 // when it was started as one, and never returns then. Otherwise it
 // returns at once. The main of any binary the runtime may run as its

@@ -300,7 +300,7 @@ func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error)
 	proc = &exec.Cmd{
 		Path:       SelfExe,
 		Args:       []string{os.Args[0], initCommand, s.dir},
-		Env:        []string{},
+		Env:        Env(),
 		Stdout:     outC,
 		Stderr:     errC,
 		ExtraFiles: extra,
