@@ -291,6 +291,69 @@ func rawLayer(t *testing.T, hdrs []*tar.Header, data string) v1.Layer {
 	return l
 }
 
+func TestUnpackAddsMissingMountPointsOnly(t *testing.T) {
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		hdrs  []*tar.Header
+		check map[string]string // path → "dir", "empty", "link", "kept" or "" (absent)
+	}{
+		{"bare image", []*tar.Header{{Typeflag: tar.TypeReg, Name: "app", Size: 6, Mode: 0o755}},
+			map[string]string{"proc": "dir", "dev": "dir", "sys": "dir", "etc/hosts": "empty", "etc/hostname": "empty", "etc/resolv.conf": "empty"}},
+		{"image with its own files", []*tar.Header{
+			{Typeflag: tar.TypeDir, Name: "etc", Mode: 0o755},
+			{Typeflag: tar.TypeReg, Name: "etc/hosts", Size: 6, Mode: 0o644},
+			{Typeflag: tar.TypeSymlink, Name: "etc/resolv.conf", Linkname: "/run/resolv.conf"},
+		}, map[string]string{"etc/hosts": "kept", "etc/resolv.conf": "link", "etc/hostname": "empty"}},
+		// An /etc that is not a directory is left to the runtime, which
+		// resolves it inside the container; nothing is written through it.
+		{"etc a symlink", []*tar.Header{{Typeflag: tar.TypeSymlink, Name: "etc", Linkname: outside}},
+			map[string]string{"etc": "link", "proc": "dir"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+					t.Errorf("unpack wrote %d entries through a symlink out of the tree", len(entries))
+				}
+			}()
+			img, err := testimage.Image(v1.Config{}, rawLayer(t, tc.hdrs, "inside"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tarPath := filepath.Join(t.TempDir(), "img.tar")
+			if err := testimage.WriteOCILayoutTar(tarPath, map[string]v1.Image{"cairn.test/mp:v1": img}); err != nil {
+				t.Fatal(err)
+			}
+			s := openStore(t, t.TempDir())
+			if _, err := s.Import(context.Background(), tarPath); err != nil {
+				t.Fatal(err)
+			}
+			_, root, err := s.Unpack(context.Background(), "cairn.test/mp:v1", "c1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rel, want := range tc.check {
+				fi, err := os.Lstat(filepath.Join(root, rel))
+				got := ""
+				switch {
+				case err != nil:
+				case fi.Mode()&fs.ModeSymlink != 0:
+					got = "link"
+				case fi.IsDir():
+					got = "dir"
+				case fi.Size() == 0:
+					got = "empty"
+				default:
+					got = "kept"
+				}
+				if got != want {
+					t.Errorf("%s is %q, want %q", rel, got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestRemoveKeepsALeasedRootfsUntilReleased(t *testing.T) {
 	tarPath, ref := testimage.Busybox(t)
 	s := openStore(t, t.TempDir())

@@ -152,9 +152,60 @@ func (s *Store) unpack(ctx context.Context, img Image, dir string) error {
 			return fmt.Errorf("images: layer %d of %s: %w", i, img.ID, err)
 		}
 	}
+	if err := addMountPoints(tmp); err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("images: %w", err)
 	}
 	s.log.Debug("unpacked image", "id", img.ID, "layers", len(layers))
+	return nil
+}
+
+// mountPoints are paths the embedded runtime mounts over in every
+// container (with its pod's /etc files). An unpacked tree gets those it
+// lacks, so that starting a container does not make them in its own
+// writable layer: a copy-up of /etc and four new inodes per container,
+// on the path of every start.
+var mountPoints = []struct {
+	rel string
+	dir bool
+}{
+	{"proc", true}, {"dev", true}, {"sys", true},
+	{"etc/hosts", false}, {"etc/hostname", false}, {"etc/resolv.conf", false},
+}
+
+// addMountPoints adds the missing mount points to the tree at root. A
+// path the image holds, even as a symlink, is left as it is, and so is
+// everything under a parent that is not a plain directory: the runtime
+// resolves those inside the container, as before.
+func addMountPoints(root string) error {
+	for _, m := range mountPoints {
+		target := filepath.Join(root, m.rel)
+		// Dir, not Split: a trailing slash would make Lstat follow a
+		// symlink out of the tree.
+		parent := filepath.Dir(target)
+		fi, err := os.Lstat(parent)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.Mkdir(parent, 0o755); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		} else if !fi.IsDir() {
+			continue
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if m.dir {
+			err = os.Mkdir(target, 0o755)
+		} else {
+			err = os.WriteFile(target, nil, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
