@@ -136,7 +136,7 @@ func (k *Kubelet) nodeStatus(o nodeObservation, old corev1.NodeStatus) corev1.No
 	s.Conditions = []corev1.NodeCondition{
 		cond(corev1.NodeMemoryPressure, memPressure, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available",
 			"KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-		cond(corev1.NodeDiskPressure, diskPressure, "KubeletHasDiskPressure", "kubelet has disk pressure",
+		cond(corev1.NodeDiskPressure, diskPressure, "KubeletHasDiskPressure", k.diskPressureMessage(o),
 			"KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
 		cond(corev1.NodePIDPressure, pidPressure, "KubeletHasInsufficientPID", "kubelet has insufficient PID available",
 			"KubeletHasSufficientPID", "kubelet has sufficient PID available"),
@@ -179,6 +179,7 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, force 
 		next.Status = status
 		out, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
+			k.logPressure(node.Status, status)
 			if ready := nodeReady(status); ready != wasReady {
 				reason, msg := eventNodeReady, "Node %s status is now: NodeReady"
 				if !ready {
@@ -195,6 +196,38 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, force 
 			return nil, fmt.Errorf("kubelet: updating the status of node %s: %w", k.cfg.NodeName, err)
 		}
 	}
+}
+
+// diskPressureMessage says why the node has disk pressure and what it
+// means: a full disk is the commonest reason a small cluster schedules
+// nothing.
+func (k *Kubelet) diskPressureMessage(o nodeObservation) string {
+	return fmt.Sprintf("kubelet has disk pressure: the filesystem of %s has %.1f%% free, under the %.0f%% of --eviction-disk-free; new pods are not scheduled on this node until space is freed",
+		k.cfg.RootDir, 100*float64(o.DiskFree)/float64(max(o.DiskTotal, 1)), 100*k.cfg.EvictionDiskFreeFraction)
+}
+
+// logPressure logs the pressure conditions that old lacked and status
+// has: the node is tainted for them, and pods stop landing on it.
+func (k *Kubelet) logPressure(old, status corev1.NodeStatus) {
+	for _, c := range status.Conditions {
+		switch c.Type {
+		case corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure:
+		default:
+			continue
+		}
+		if c.Status == corev1.ConditionTrue && conditionStatus(old, c.Type) != corev1.ConditionTrue {
+			k.log.Warn("node under pressure", "condition", c.Type, "message", c.Message)
+		}
+	}
+}
+
+func conditionStatus(s corev1.NodeStatus, t corev1.NodeConditionType) corev1.ConditionStatus {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
 }
 
 func nodeReady(s corev1.NodeStatus) bool {
