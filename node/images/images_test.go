@@ -425,3 +425,25 @@ func TestPullFromRegistryOnLoopback(t *testing.T) {
 		t.Error("pull of a missing image succeeded")
 	}
 }
+
+func TestGetReturnsACopyCallersMayChange(t *testing.T) {
+	tarPath, ref := testimage.Busybox(t)
+	s := openStore(t, t.TempDir())
+	if _, err := s.Import(context.Background(), tarPath); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(first.Config.Env)
+	first.Config.Env = append(first.Config.Env[:0], "CHANGED=1")
+	first.RepoTags[0] = "changed"
+	again, err := s.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Config.Env, want) || !slices.Equal(again.RepoTags, []string{ref}) {
+		t.Errorf("a caller's change leaked into the store: env %q tags %q", again.Config.Env, again.RepoTags)
+	}
+}

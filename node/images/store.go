@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"cairn/internal/atomicfile"
@@ -59,6 +60,11 @@ type Store struct {
 	log      *slog.Logger
 	insecure []string
 	platform v1.Platform
+	// described caches describe's reading of a manifest and its config
+	// by manifest digest: blobs are content-addressed, so an entry never
+	// goes stale, and the runtime looks images up on every container
+	// start. The index itself is read anew on every call.
+	described sync.Map // manifest digest → Image, without names
 }
 
 // Image describes an image in the store.
@@ -236,6 +242,25 @@ func (s *Store) Remove(ref string) error {
 
 // describe reads the manifest and config an index entry points at.
 func (s *Store) describe(d v1.Descriptor) (Image, error) {
+	img, err := s.readImage(d)
+	if err != nil {
+		return Image{}, err
+	}
+	img.Config = *img.Config.DeepCopy()
+	if n := d.Annotations[annotationName]; n != "" {
+		img.RepoTags = append(img.RepoTags, n)
+	}
+	if rd := d.Annotations[annotationRepoDigest]; rd != "" {
+		img.RepoDigests = append(img.RepoDigests, rd)
+	}
+	return img, nil
+}
+
+// readImage returns the image of a manifest, without its names.
+func (s *Store) readImage(d v1.Descriptor) (Image, error) {
+	if img, ok := s.described.Load(d.Digest.String()); ok {
+		return img.(Image), nil
+	}
 	raw, err := os.ReadFile(s.blobPath(d.Digest.String()))
 	if err != nil {
 		return Image{}, fmt.Errorf("images: manifest %s: %w", d.Digest, err)
@@ -256,12 +281,7 @@ func (s *Store) describe(d v1.Descriptor) (Image, error) {
 	for _, l := range m.Layers {
 		img.Size += l.Size
 	}
-	if n := d.Annotations[annotationName]; n != "" {
-		img.RepoTags = append(img.RepoTags, n)
-	}
-	if rd := d.Annotations[annotationRepoDigest]; rd != "" {
-		img.RepoDigests = append(img.RepoDigests, rd)
-	}
+	s.described.Store(d.Digest.String(), img)
 	return img, nil
 }
 
