@@ -15,11 +15,13 @@ TEST_FLAGS ?= -timeout 25m
 
 all: build
 
-# cairn-shim is static: it starts for every container (shim, init) and as
-# the demo image's program, without a dynamic loader's start-up.
+# cairn-shim and cairn-demo are static: they start for every container
+# (shim, init) and as the demo image's program, without a dynamic
+# loader's start-up.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cairn
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-shim ./cmd/cairn-shim
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-demo ./cmd/cairn-demo
 
 vet:
 	$(GO) vet ./...

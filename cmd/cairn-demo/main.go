@@ -1,3 +1,9 @@
+// Command cairn-demo is the program of `cairn dev`'s demo image: the
+// demo HTTP server (`__demo-http serve`) and its client (`__demo-http
+// get`), as `cairn __demo-http` is. It is a small static binary of its
+// own, so that a hundred demo pods do not each pay the start-up of cairn,
+// and so that cairn-shim, which every container start runs twice, does
+// not link net/http.
 package main
 
 import (
@@ -14,11 +20,17 @@ import (
 	"cairn/internal/devcluster/demoapp"
 )
 
-// demoCommand is the argument that makes this binary the program of
-// `cairn dev`'s demo image, as `cairn __demo-http` is. The image carries
-// this small binary when it sits beside cairn, so that a hundred demo
-// pods do not each pay the large binary's start-up.
+// demoCommand is the first argument, as for `cairn __demo-http`: the
+// image runs whichever binary it carries the same way.
 const demoCommand = "__demo-http"
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == demoCommand {
+		os.Exit(runDemo(os.Args[2:]))
+	}
+	fmt.Fprintln(os.Stderr, "usage: cairn-demo "+demoCommand+" serve|get ...: the program of the `cairn dev` demo image")
+	os.Exit(2)
+}
 
 // runDemo runs `serve [--listen ADDR]` or `get [--count N] [--timeout D]
 // [--retry-for D] URL` and returns the exit code.
