@@ -168,6 +168,9 @@ func agentConfig(f *pflag.FlagSet) (agent.Config, error) {
 	if k.MaxPods <= 0 {
 		return cfg, fmt.Errorf("--max-pods %d: must be at least 1", k.MaxPods)
 	}
+	if f := k.EvictionDiskFreeFraction; !(f > 0 && f < 1) {
+		return cfg, fmt.Errorf("--eviction-disk-free %v: want a fraction of the filesystem between 0 and 1 (0.1 is 10%%)", f)
+	}
 	if k.NodeLeaseRenewInterval >= k.NodeLeaseDuration {
 		return cfg, fmt.Errorf("--node-lease-renew-interval %s must be shorter than --node-lease-duration %s", k.NodeLeaseRenewInterval, k.NodeLeaseDuration)
 	}

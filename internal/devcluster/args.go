@@ -29,6 +29,10 @@ type NodeOptions struct {
 	Proxy string
 }
 
+// devEvictionDiskFree is the free fraction of the disk under which a dev
+// cluster's nodes report DiskPressure.
+const devEvictionDiskFree = "0.01"
+
 // AgentArgs are the arguments of `cairn agent` for n. The agent runs in
 // n's network namespace, with its pod network there too; its eBPF proxy
 // attaches to n's cgroup and pins under the state directory's private
@@ -42,6 +46,9 @@ func AgentArgs(l Layout, t Topology, n Node, o NodeOptions, logLevel string) []s
 		"--kubelet-port", strconv.Itoa(n.KubeletPort), "--cluster-cidr", ClusterCIDR,
 		"--gossip-listen", n.GossipAddr(), "--gossip-join", strings.Join(peersOf(t, n), ","),
 		"--proxy", o.Proxy,
+		// As kind does, a dev cluster runs its pods on a nearly full
+		// disk instead of tainting its nodes at 10% free.
+		"--eviction-disk-free", devEvictionDiskFree,
 	}
 	if o.Proxy != "none" {
 		args = append(args, "--bpf-cgroup", filepath.Join(o.Cgroup2, n.Cgroup()), "--bpf-pin-path", filepath.Join(l.BPF(), n.Short))

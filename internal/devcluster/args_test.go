@@ -39,6 +39,8 @@ func TestAgentArgsKeepEachNodeToItself(t *testing.T) {
 				"--cpu":          "1",
 				"--memory":       "2048Mi",
 				"--proxy":        "ebpf",
+				// A laptop's nearly full disk must not keep the pods Pending.
+				"--eviction-disk-free": "0.01",
 			}, nil},
 		{"without it", NodeOptions{Proxy: "none"},
 			map[string]string{"--proxy": "none"},
