@@ -52,7 +52,7 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		ready := readyNodes(nodes.Items)
 		demoPods = runningReady(pods.Items)
 		return len(ready) == 2 && len(demoPods) == devcluster.DemoReplicas,
-			fmt.Sprintf("ready nodes %v, running demo pods %v of %d", ready, demoPods, len(pods.Items))
+			fmt.Sprintf("ready nodes %v, running demo pods %v of %d%s", ready, demoPods, len(pods.Items), whyNotRunning(pods.Items))
 	})
 
 	var clusterIP string
@@ -216,4 +216,29 @@ func demoNodes(t *testing.T, c *devCluster) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// whyNotRunning says, for the first pod not running, its phase and what
+// the scheduler or the kubelet said of it: a timeout then names the
+// cause (a node under disk pressure, an image missing...).
+func whyNotRunning(pods []corev1.Pod) string {
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				why = fmt.Sprintf(" (%s: %s)", c.Type, c.Message)
+				break
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && why == "" {
+				why = fmt.Sprintf(" (%s: %s %s)", cs.Name, w.Reason, w.Message)
+			}
+		}
+		return fmt.Sprintf("; %s is %s%s", p.Name, p.Status.Phase, why)
+	}
+	return ""
 }
