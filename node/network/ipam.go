@@ -3,10 +3,12 @@ package network
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,6 +19,14 @@ import (
 // address is reused last. A flock on the directory orders allocations.
 type ipam struct {
 	dir string
+
+	// owners caches the owner read from each address file. A file is
+	// written once, when its address is handed out, and only deleted
+	// after, so listing the directory's names tells which files to read:
+	// allocating no longer reads every file, which made a burst of pod
+	// starts quadratic under the network's lock.
+	mu     sync.Mutex
+	owners map[netip.Addr]string
 }
 
 func (a *ipam) lock() (func(), error) {
@@ -34,7 +44,8 @@ func (a *ipam) lock() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// allocations returns address → owner for every address in use.
+// allocations returns address → owner for every address in use. The
+// map is the caller's.
 func (a *ipam) allocations() (map[netip.Addr]string, error) {
 	entries, err := os.ReadDir(a.dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -43,19 +54,46 @@ func (a *ipam) allocations() (map[netip.Addr]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	out := map[netip.Addr]string{}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[netip.Addr]string, len(entries))
 	for _, e := range entries {
 		addr, err := netip.ParseAddr(e.Name())
 		if err != nil {
 			continue
 		}
-		owner, err := os.ReadFile(filepath.Join(a.dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("network: %w", err)
+		owner, known := a.owners[addr]
+		if !known {
+			raw, err := os.ReadFile(filepath.Join(a.dir, e.Name()))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // released meanwhile, by a caller without the flock
+			}
+			if err != nil {
+				return nil, fmt.Errorf("network: %w", err)
+			}
+			owner = strings.TrimSpace(string(raw))
 		}
-		out[addr] = strings.TrimSpace(string(owner))
+		out[addr] = owner
 	}
+	a.owners = maps.Clone(out)
 	return out, nil
+}
+
+// forget drops a deleted address file.
+func (a *ipam) forget(addr netip.Addr) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.owners, addr)
+}
+
+// remember records an address file just written.
+func (a *ipam) remember(addr netip.Addr, owner string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.owners == nil {
+		a.owners = map[netip.Addr]string{}
+	}
+	a.owners[addr] = owner
 }
 
 // allocate returns the address owner holds in prefix, allocating one if
@@ -92,6 +130,7 @@ func (a *ipam) allocate(prefix netip.Prefix, owner string) (netip.Addr, error) {
 			if err := os.WriteFile(filepath.Join(a.dir, addr.String()), []byte(owner), 0o600); err != nil {
 				return netip.Addr{}, fmt.Errorf("network: %w", err)
 			}
+			a.remember(addr, owner)
 			if err := os.WriteFile(filepath.Join(a.dir, "last"), []byte(addr.String()), 0o600); err != nil {
 				return netip.Addr{}, fmt.Errorf("network: %w", err)
 			}
@@ -135,6 +174,7 @@ func (a *ipam) releaseIf(match func(owner string) bool) error {
 			if err := os.Remove(filepath.Join(a.dir, addr.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("network: %w", err)
 			}
+			a.forget(addr)
 		}
 	}
 	return nil

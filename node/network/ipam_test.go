@@ -2,6 +2,8 @@ package network
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -49,5 +51,38 @@ func TestIPAMHandsOutEachAddressOnce(t *testing.T) {
 	inUse, err := a.allocations()
 	if err != nil || len(inUse) != 1 || inUse[netip.MustParseAddr("10.1.0.4")] != "c" {
 		t.Errorf("after releasing all but c: %v, %v", inUse, err)
+	}
+}
+
+func TestIPAMFollowsTheFilesOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	a := ipam{dir: dir}
+	prefix := netip.MustParsePrefix("10.1.0.0/29") // .2 to .6 usable
+	if got, err := a.allocate(prefix, "a"); err != nil || got.String() != "10.1.0.2" {
+		t.Fatalf("allocate a = %v, %v", got, err)
+	}
+	// Files the cache has not seen (an earlier agent's, say) count, and
+	// a file gone frees its address.
+	if err := os.WriteFile(filepath.Join(dir, "10.1.0.3"), []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.allocate(prefix, "x"); err != nil || got.String() != "10.1.0.3" {
+		t.Errorf("allocate x = %v, %v; want the address its file names", got, err)
+	}
+	if got, err := a.allocate(prefix, "b"); err != nil || got.String() != "10.1.0.4" {
+		t.Errorf("allocate b = %v, %v; want the next free address", got, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "10.1.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	inUse, err := a.allocations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held := inUse[netip.MustParseAddr("10.1.0.2")]; held || len(inUse) != 2 {
+		t.Errorf("in use %v, want 10.1.0.3 and 10.1.0.4 only", inUse)
+	}
+	if got, err := a.allocate(prefix, "a"); err != nil || got.String() != "10.1.0.5" {
+		t.Errorf("allocate a again = %v, %v; want a new address, its file being gone", got, err)
 	}
 }
