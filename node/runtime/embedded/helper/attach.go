@@ -42,10 +42,11 @@ import (
 // container's stdin. With the spec's StdinOnce, the first end of a
 // client's input (FrameStdinClose, or the end of a connection that had
 // stdin) closes the container's stdin for good; on a tty, which cannot
-// be closed without hanging up the process, it types ^D instead. A client that does not take its output as
-// fast as the container writes it is dropped: the shim closes its
-// connection without a FrameExit, rather than block the container and
-// its log or buffer without bound.
+// be closed without hanging up the process, it types ^D instead. A
+// client that does not take its output as fast as the container writes
+// it (a full queue for a quarter of a second) is dropped: the shim
+// closes its connection without a FrameExit, rather than block the
+// container and its log or buffer without bound.
 const AttachSocket = "attach.sock"
 
 // FrameKind is the first byte of an attach frame.

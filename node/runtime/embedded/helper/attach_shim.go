@@ -17,8 +17,13 @@ import (
 const (
 	// attachQueue is how many output frames may wait for one client
 	// (each at most a pipe or terminal read, some kilobytes); a client
-	// further behind is dropped.
+	// further behind for attachGrace is dropped.
 	attachQueue = 256
+	// attachGrace is how long the output of the container waits for a
+	// client whose queue is full before dropping it: a client whose
+	// writer was starved of CPU for a moment catches up, and a stuck
+	// one costs the container this pause once.
+	attachGrace = 250 * time.Millisecond
 	// attachHandshake bounds the wait for a client's header.
 	attachHandshake = 10 * time.Second
 	// attachFlush bounds the wait, after the container exited, for the
@@ -235,8 +240,8 @@ func (h *attachHub) inputEnded() {
 }
 
 // broadcast queues output of the container, of kind FrameStdout or
-// FrameStderr, to the clients that asked for it. It never blocks: a
-// client whose queue is full is dropped.
+// FrameStderr, to the clients that asked for it. It blocks at most
+// attachGrace per client: one whose queue stays full is dropped.
 func (h *attachHub) broadcast(kind FrameKind, p []byte) {
 	if h == nil || h.attached.Load() == 0 {
 		return
@@ -254,7 +259,13 @@ func (h *attachHub) broadcast(kind FrameKind, p []byte) {
 		select {
 		case c.out <- frame:
 		default:
-			h.unsafeDrop(c)
+			grace := time.NewTimer(attachGrace)
+			select {
+			case c.out <- frame:
+			case <-grace.C:
+				h.unsafeDrop(c)
+			}
+			grace.Stop()
 		}
 	}
 }
