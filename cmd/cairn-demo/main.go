@@ -10,12 +10,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
 	"cairn/internal/devcluster/demoapp"
 )
@@ -43,19 +40,13 @@ func runDemo(args []string) int {
 	defer stop()
 	switch args[0] {
 	case "serve":
+		var listen string
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		listen := fs.String("listen", ":"+strconv.Itoa(demoapp.DefaultPort), "address to listen on")
+		demoapp.ServeFlags(fs, &listen)
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
 			return 2
 		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "error:", err)
-			return 1
-		}
-		id := demoapp.IdentityFromEnv()
-		fmt.Printf("serving on %s as pod %s (%s)\n", ln.Addr(), id.Pod, id.IP)
-		if err := demoapp.Serve(ctx, ln, id); err != nil {
+		if err := demoapp.ListenAndServe(ctx, listen, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			return 1
 		}
@@ -63,9 +54,7 @@ func runDemo(args []string) int {
 	case "get":
 		var opts demoapp.GetOptions
 		fs := flag.NewFlagSet("get", flag.ContinueOnError)
-		fs.IntVar(&opts.Count, "count", 1, "requests to send, each on a new connection")
-		fs.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "timeout of each attempt")
-		fs.DurationVar(&opts.RetryFor, "retry-for", 0, "how long to retry a failing request")
+		demoapp.GetFlags(fs, &opts)
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 			fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" get [--count N] [--timeout D] [--retry-for D] URL")
 			return 2

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
+	"flag"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
 	"cairn/internal/devcluster/demoapp"
 
@@ -35,18 +32,14 @@ func newDemoServeCmd() *cobra.Command {
 		Short: "Answer HTTP requests with this pod's name, IP and node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			id := demoapp.IdentityFromEnv()
-			fmt.Fprintf(cmd.OutOrStdout(), "serving on %s as pod %s (%s)\n", ln.Addr(), id.Pod, id.IP)
-			return demoapp.Serve(ctx, ln, id)
+			return demoapp.ListenAndServe(ctx, listen, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", ":"+strconv.Itoa(demoapp.DefaultPort), "address to listen on")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	demoapp.ServeFlags(fs, &listen)
+	cmd.Flags().AddGoFlagSet(fs)
 	return cmd
 }
 
@@ -60,9 +53,8 @@ func newDemoGetCmd() *cobra.Command {
 			return demoapp.Get(cmd.Context(), args[0], opts, cmd.OutOrStdout())
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&opts.Count, "count", 1, "requests to send, each on a new connection")
-	f.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "timeout of each attempt")
-	f.DurationVar(&opts.RetryFor, "retry-for", 0, "how long to retry a failing request")
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	demoapp.GetFlags(fs, &opts)
+	cmd.Flags().AddGoFlagSet(fs)
 	return cmd
 }

@@ -231,12 +231,7 @@ func conditionStatus(s corev1.NodeStatus, t corev1.NodeConditionType) corev1.Con
 }
 
 func nodeReady(s corev1.NodeStatus) bool {
-	for _, c := range s.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return conditionStatus(s, corev1.NodeReady) == corev1.ConditionTrue
 }
 
 func (k *Kubelet) kickNodeStatus() { signal(k.nodeStatusKick) }
