@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"cairn/internal/topdir"
 	"cairn/node/kubelet/prober"
 	"cairn/node/kubelet/volumes"
 	"cairn/node/runtime"
@@ -237,6 +238,10 @@ func New(cfg Config) (*Kubelet, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("kubelet: %w", err)
 		}
+	}
+	// One directory per pod, unrelated to each other (see topdir).
+	if err := topdir.Mark(filepath.Join(cfg.RootDir, "pods")); err != nil {
+		cfg.Logger.Warn("cannot mark the pods directory as a top directory", "err", err)
 	}
 	k := &Kubelet{
 		cfg:            cfg,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"cairn/internal/topdir"
 	"cairn/node/images"
 	"cairn/node/network"
 	cairnruntime "cairn/node/runtime"
@@ -120,6 +121,13 @@ func New(cfg Config) (*Runtime, error) {
 	for _, d := range []string{r.path("sandboxes"), r.path("containers"), cfg.NetNSDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("embedded: %w", err)
+		}
+	}
+	// One directory per sandbox and container, unrelated to each other
+	// (see topdir).
+	for _, d := range []string{r.path("sandboxes"), r.path("containers")} {
+		if err := topdir.Mark(d); err != nil {
+			r.log.Warn("cannot mark the directory as a top directory", "dir", d, "err", err)
 		}
 	}
 	layout, err := cgroups.Detect()

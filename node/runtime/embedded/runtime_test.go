@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"cairn/internal/testimage"
+	"cairn/internal/topdir"
 	"cairn/node/images"
 	"cairn/node/network"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -177,5 +179,21 @@ func TestStatusWaitsForThePodCIDR(t *testing.T) {
 	}
 	if !networkReady() || n.PodCIDR().String() != "10.97.9.0/24" {
 		t.Errorf("after UpdateRuntimeConfig: ready %v, podCIDR %s; want ready with 10.97.9.0/24", networkReady(), n.PodCIDR())
+	}
+}
+
+func TestPerObjectDirectoriesAreSpreadOverTheDisk(t *testing.T) {
+	e := newTestEnv(t)
+	var st unix.Statfs_t
+	if err := unix.Statfs(e.cfg.StateDir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type != unix.EXT4_SUPER_MAGIC {
+		t.Skipf("the state directory is not on ext4 (magic %#x)", st.Type)
+	}
+	for _, d := range []string{"sandboxes", "containers"} {
+		if marked, err := topdir.Marked(filepath.Join(e.cfg.StateDir, d)); err != nil || !marked {
+			t.Errorf("%s: top directory flag %v, err %v", d, marked, err)
+		}
 	}
 }
