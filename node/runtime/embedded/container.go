@@ -185,6 +185,8 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		c.ImageRef = img.RepoDigests[0]
 	}
 	c.spec.Store(sp)
+	// A copy, not a decode of raw: the request stays the caller's.
+	c.decoded.set(proto.CloneOf(cfg))
 	return c, r.saveContainer(c)
 }
 
@@ -318,7 +320,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	c.Config = raw
-	c.decoded.set(cfg)
+	c.decoded.set(proto.CloneOf(cfg))
 	return &runtimeapi.UpdateContainerResourcesResponse{}, r.saveContainer(c)
 }
 

@@ -197,3 +197,38 @@ func TestPerObjectDirectoriesAreSpreadOverTheDisk(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordsKeepTheirOwnCopyOfTheRequest(t *testing.T) {
+	e := newTestEnv(t)
+	podCfg := e.podConfig("copy")
+	resp, err := e.rt.RunPodSandbox(e.ctx, &runtimeapi.RunPodSandboxRequest{Config: podCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := container("main", "true")
+	cfg.Labels = map[string]string{"tier": "web"}
+	id := e.create(resp.PodSandboxId, cfg)
+	// The caller reuses its messages: the records must not see it.
+	podCfg.Labels["app"], podCfg.Metadata.Name = "changed", "changed"
+	cfg.Labels["tier"], cfg.Metadata.Name = "changed", "changed"
+
+	check := func(rt *Runtime, when string) {
+		sb, err := rt.PodSandboxStatus(e.ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: resp.PodSandboxId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sb.Status.GetLabels()["app"]; got != "copy" || sb.Status.GetMetadata().GetName() != "copy" {
+			t.Errorf("%s: sandbox label app=%q, name %q; want copy", when, got, sb.Status.GetMetadata().GetName())
+		}
+		st, err := rt.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Status.GetLabels()["tier"]; got != "web" || st.Status.GetMetadata().GetName() != "main" {
+			t.Errorf("%s: container label tier=%q, name %q; want web, main", when, got, st.Status.GetMetadata().GetName())
+		}
+	}
+	check(e.rt, "after creation")
+	// And what was saved reads back the same.
+	check(e.newRuntime(), "after a restart")
+}

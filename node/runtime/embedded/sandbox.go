@@ -13,6 +13,7 @@ import (
 	"cairn/node/runtime/embedded/helper"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -57,6 +58,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	sb := &sandboxRecord{ID: newID(), Config: raw, CreatedAt: r.now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler()}
+	// A copy, not a decode of raw: the request stays the caller's.
+	sb.decoded.set(proto.CloneOf(cfg))
 	dir := r.sandboxDir(sb.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
