@@ -25,6 +25,30 @@ const fsTopdirFL = 0x00020000
 // overlay, ...) ignore it: Mark then returns nil, as the hint is all the
 // flag is.
 func Mark(dir string) error {
+	return withFlags(dir, func(fd, flags int) error {
+		if flags&fsTopdirFL != 0 {
+			return nil
+		}
+		if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|fsTopdirFL); !unsupported(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// Marked reports whether dir has the flag; false where flags are not
+// supported.
+func Marked(dir string) (marked bool, err error) {
+	err = withFlags(dir, func(_, flags int) error {
+		marked = flags&fsTopdirFL != 0
+		return nil
+	})
+	return marked, err
+}
+
+// withFlags calls fn with dir open and its inode flags, unless its
+// filesystem has none.
+func withFlags(dir string, fn func(fd, flags int) error) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -34,28 +58,10 @@ func Mark(dir string) error {
 	if unsupported(err) {
 		return nil
 	}
-	if err != nil || flags&fsTopdirFL != 0 {
-		return err
-	}
-	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|fsTopdirFL); err != nil && !unsupported(err) {
-		return err
-	}
-	return nil
-}
-
-// Marked reports whether dir has the flag; false where flags are not
-// supported.
-func Marked(dir string) (bool, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, err
+		return err
 	}
-	defer unix.Close(fd)
-	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
-	if unsupported(err) {
-		return false, nil
-	}
-	return flags&fsTopdirFL != 0, err
+	return fn(fd, flags)
 }
 
 func unsupported(err error) bool {
