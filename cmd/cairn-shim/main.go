@@ -1,10 +1,10 @@
 // Command cairn-shim is the embedded container runtime's helper binary:
-// the container shim, the container init and the exec helper. The agent
+// the container shim and the exec helper. The agent
 // runs it instead of re-executing its own much larger binary, whose
 // package initialisation (Kubernetes clients, kubectl, etcd) would
 // otherwise cost every container start about a fifth of a second.
 //
-// It runs twice for every container start (shim, init), so it imports
+// It runs for every container start, so it imports
 // only the runtime's helper package, free of the agent's dependencies
 // and of net/http; TestBinaryStaysLean keeps it that way.
 package main

@@ -81,7 +81,7 @@ func pids() []int {
 // clusterProcessArgs are the first arguments of the processes a cluster
 // runs: servers, agents and the embedded runtime's helpers.
 func clusterProcessArgs() []string {
-	return []string{"server", "agent", "__container-shim", "__container-init", "__container-exec"}
+	return []string{"server", "agent", "__container-shim", "__container-exec"}
 }
 
 // isClusterProcess reports whether args are those of a server, agent or

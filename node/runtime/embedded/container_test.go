@@ -35,6 +35,9 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		`echo eth0=$(cat /sys/class/net/eth0/operstate)`,
 		`echo root=$(touch /newfile && echo writable)`,
 		`echo keys=$(wc -c < /proc/keys)`,
+		`echo acpi=$(ls /proc/acpi 2>/dev/null | wc -l)`,
+		// ls's own directory is fd 3; any more came from the runtime.
+		`echo fds=$(ls /proc/self/fd | wc -l)`,
 		`echo cgroup2=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)`,
 		`echo memcg=$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)`,
 		`echo procsys=$( (echo cairn > /proc/sys/kernel/domainname) 2>/dev/null && echo rw || echo ro)`,
@@ -73,6 +76,8 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		"stdout: root=writable",
 		// Masked and read-only kernel files.
 		"stdout: keys=0",
+		"stdout: acpi=0",
+		"stdout: fds=4",
 		"stdout: procsys=ro",
 	} {
 		if !slices.Contains(lines, want) {

@@ -8,9 +8,9 @@
 // into an overlay (or a copy) of its image's unpacked root filesystem,
 // and placed in cgroups under the configured cgroup root.
 //
-// Three helper processes do the work the agent cannot do safely from a
-// multi-threaded Go process: the shim that supervises a container, the
-// container init, and the exec helper. They live in the helper
+// Two helper processes do the work the agent cannot do safely from a
+// multi-threaded Go process: the shim that builds and supervises a
+// container, and the exec helper. They live in the helper
 // subpackage, which the small cairn-shim binary runs; without that
 // binary beside the agent's, the agent's own binary is run again with a
 // hidden first argument, which is why the agent's main (and the
@@ -24,7 +24,7 @@
 //	sandboxes/<id>/sandbox.json   the CRI config, netns, IP and state
 //	sandboxes/<id>/{hosts,hostname,resolv.conf}
 //	containers/<id>/container.json the CRI config and image
-//	containers/<id>/spec.json     what the init needs to build the container
+//	containers/<id>/spec.json     what the shim needs to build the container
 //	containers/<id>/state.json    pid, start and exit, written by the shim
 //	containers/<id>/attach.sock   the shim's attach socket, while the container runs
 //	containers/<id>/{rootfs,upper,work}  overlay mount point and layers

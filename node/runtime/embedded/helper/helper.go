@@ -9,22 +9,19 @@ import (
 // the runtime's helper processes.
 const (
 	shimCommand = "__container-shim"
-	initCommand = "__container-init"
 	execCommand = "__container-exec"
 )
 
 // SelfExe is the running binary, even if the file was replaced or
-// deleted since it started: the fallback helper binary of the agent,
-// and the binary a shim runs as the container's init.
+// deleted since it started: the fallback helper binary of the agent.
 const SelfExe = "/proc/self/exe"
 
 // Env returns the environment of a helper that does one thing at a
-// time (the init, the exec helper): nothing but one P for the Go
-// scheduler. A Go process sizing itself to the machine reads its cgroup
-// CPU limits and starts a thread per CPU, which made every helper start
-// about half a millisecond of CPU dearer; a container start runs two.
-// Commands in the container never see it: they get the spec's
-// environment.
+// time (the exec helper): nothing but one P for the Go scheduler. A Go
+// process sizing itself to the machine reads its cgroup CPU limits and
+// starts a thread per CPU, which made every helper start about half a
+// millisecond of CPU dearer. Commands in the container never see it:
+// they get the spec's environment.
 func Env() []string { return []string{"GOMAXPROCS=1"} }
 
 // shimEnv is the shim's environment: two Ps, so that the copy of a
@@ -32,7 +29,7 @@ func Env() []string { return []string{"GOMAXPROCS=1"} }
 // running, which would drop a client that keeps up as too slow.
 func shimEnv() []string { return []string{"GOMAXPROCS=2"} }
 
-// MaybeRun turns the process into a container shim, init or exec helper
+// MaybeRun turns the process into a container shim or exec helper
 // when it was started as one, and never returns then. Otherwise it
 // returns at once. The main of any binary the runtime may run as its
 // helper calls it first thing.
@@ -44,8 +41,6 @@ func MaybeRun() {
 	switch os.Args[1] {
 	case shimCommand:
 		code = runShim(os.Args[2:])
-	case initCommand:
-		code = runInit(os.Args[2:])
 	case execCommand:
 		code = runExec(os.Args[2:])
 	default:

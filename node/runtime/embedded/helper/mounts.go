@@ -19,9 +19,12 @@ func devices() []string { return []string{"null", "zero", "full", "random", "ura
 // its sandbox's directory, unless a CRI mount provides them.
 func etcFiles() []string { return []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"} }
 
-// setupRootfs builds the container's filesystem at root, in the init's
-// own mount namespace: nothing mounted here is visible on the host, and
-// all of it goes away with the container's last process.
+// setupRootfs builds the container's filesystem at root, in the
+// container's own mount namespace: nothing mounted here is visible on
+// the host, and all of it goes away with the container's last process.
+// All but /proc: only a process in the container's PID namespace can
+// mount that one, so the container's first process mounts it, and
+// handles the masked and read-only paths inside it (see forkChild).
 func setupRootfs(dir, root string, sp *Spec) error {
 	// Slave: host mounts still propagate in (volumes asking for
 	// HostToContainer need it), nothing propagates out.
@@ -36,7 +39,10 @@ func setupRootfs(dir, root string, sp *Spec) error {
 	} else if err := unix.Mount(filepath.Join(dir, "copy"), root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("mounting the root filesystem: %w", err)
 	}
-	steps := []func(string, *Spec) error{mountProc, mountDev, mountSys, mountEtcFiles, mountVolumes, maskPaths}
+	if _, err := inRoot(root, "/proc", true); err != nil {
+		return fmt.Errorf("making the mount point of /proc: %w", err)
+	}
+	steps := []func(string, *Spec) error{mountDev, mountSys, mountEtcFiles, mountVolumes, maskPaths}
 	for _, step := range steps {
 		if err := step(root, sp); err != nil {
 			return err
@@ -69,17 +75,6 @@ func inRoot(root, p string, dir bool) (string, error) {
 		f.Close()
 	}
 	return target, nil
-}
-
-func mountProc(root string, _ *Spec) error {
-	target, err := inRoot(root, "/proc", true)
-	if err != nil {
-		return err
-	}
-	if err := unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mounting /proc: %w", err)
-	}
-	return nil
 }
 
 func mountDev(root string, sp *Spec) error {
@@ -224,9 +219,13 @@ func mountVolumes(root string, sp *Spec) error {
 	return nil
 }
 
-// maskPaths hides sensitive kernel files and makes others read-only.
+// maskPaths hides sensitive kernel files and makes others read-only,
+// but for those in /proc, not mounted yet.
 func maskPaths(root string, sp *Spec) error {
 	for _, p := range sp.MaskedPaths {
+		if inProc(p) {
+			continue
+		}
 		target, err := rootfs.ResolveIn(root, p)
 		if err != nil {
 			return err
@@ -245,6 +244,9 @@ func maskPaths(root string, sp *Spec) error {
 		}
 	}
 	for _, p := range sp.ReadonlyPaths {
+		if inProc(p) {
+			continue
+		}
 		target, err := rootfs.ResolveIn(root, p)
 		if err != nil {
 			return err

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
-
-	"cairn/internal/nsthread"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +34,8 @@ func runShim(args []string) int {
 	if len(args) != 1 {
 		return usage(shimCommand, args)
 	}
+	// The report pipe, inherited, is the shim's alone.
+	unix.CloseOnExec(3)
 	s := &shim{dir: args[0], report: os.NewFile(3, "report")}
 	if err := s.run(); err != nil {
 		fmt.Fprintln(os.Stderr, "shim:", err)
@@ -108,7 +107,7 @@ func (s *shim) run() error {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shim: no attach socket:", err)
 	}
-	proc, cio, err := s.startInit(&sp)
+	proc, cio, err := s.startContainer(&sp)
 	if err != nil {
 		if ln != nil {
 			closeAttach(s.dir, ln)
@@ -119,16 +118,16 @@ func (s *shim) run() error {
 	if ln != nil {
 		hub = newAttachHub(s.dir, &sp, ln, cio)
 	}
-	pidStart, _ := ProcStartTime(proc.Process.Pid)
+	pidStart, _ := ProcStartTime(proc.Pid)
 	if err := s.saveState(func(st *State) {
-		st.PID, st.PIDStart, st.Running, st.StartedAt = proc.Process.Pid, pidStart, true, time.Now().UnixNano()
+		st.PID, st.PIDStart, st.Running, st.StartedAt = proc.Pid, pidStart, true, time.Now().UnixNano()
 	}); err != nil {
-		proc.Process.Kill()
-		proc.Wait()
-		hub.shutdown(ExitCode(proc.ProcessState))
+		proc.Kill()
+		ps, _ := proc.Wait()
+		hub.shutdown(ExitCode(ps))
 		return s.fail(err)
 	}
-	s.sendReport(shimReport{PID: proc.Process.Pid})
+	s.sendReport(shimReport{PID: proc.Pid})
 
 	var copying sync.WaitGroup
 	for _, out := range cio.outputs() {
@@ -147,7 +146,7 @@ func (s *shim) run() error {
 		}
 	}()
 
-	proc.Wait()
+	ps, _ := proc.Wait()
 	drained := make(chan struct{})
 	go func() { copying.Wait(); close(drained) }()
 	select {
@@ -158,7 +157,7 @@ func (s *shim) run() error {
 		// blocking for.
 	}
 	cio.close()
-	code := ExitCode(proc.ProcessState)
+	code := ExitCode(ps)
 	reason := ReasonCompleted
 	switch {
 	case sp.Cgroups.OOMKills() > 0:
@@ -213,9 +212,9 @@ func (c *containerIO) close() {
 }
 
 // newContainerIO makes the container's stdio as its spec asks, and
-// returns the shim's side and the init's stdin, stdout and stderr (a
-// nil stdin is /dev/null). The caller closes the init's after starting
-// it.
+// returns the shim's side and the container's stdin, stdout and stderr
+// (a nil stdin is /dev/null). The caller closes the container's ends
+// once its process has them.
 func newContainerIO(sp *Spec) (cio *containerIO, stdin, stdout, stderr *os.File, err error) {
 	cio = &containerIO{}
 	if sp.TTY {
@@ -246,128 +245,98 @@ func newContainerIO(sp *Spec) (cio *containerIO, stdin, stdout, stderr *os.File,
 	return cio, stdin, stdout, stderr, nil
 }
 
-// startInit starts the container's init in new namespaces, places it in
-// the container's cgroups, lets it exec the command, and returns once
-// the exec succeeded, with the shim's side of the container's stdio.
-func (s *shim) startInit(sp *Spec) (proc *exec.Cmd, cio *containerIO, err error) {
+// startContainer starts the container's process in its new namespaces
+// (see launch), places it in the container's cgroups, lets it exec the
+// command, and returns once the exec succeeded, with the shim's side of
+// the container's stdio.
+func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err error) {
 	cio, inC, outC, errC, err := newContainerIO(sp)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The init's files, closed once it has them (with a tty, one slave
-	// is all three).
-	closeChildEnds := func() {
-		for _, f := range []*os.File{inC, outC, errC} {
-			if f != nil {
-				f.Close()
-			}
+	// The child's files, closed once it has them.
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	for _, f := range []*os.File{inC, outC, errC} {
+		if f != nil {
+			childEnds = append(childEnds, f)
 		}
 	}
-	// go: the shim tells the init it may exec; fail: the init's setup
-	// error, or EOF when the exec closed it (close-on-exec).
+	if !sp.TTY && inC == nil {
+		if inC, err = os.Open(os.DevNull); err != nil {
+			cio.close()
+			return nil, nil, err
+		}
+		childEnds = append(childEnds, inC)
+	}
+	// go: the shim tells the child it may exec; fail: the child's
+	// failure, or EOF when the exec closed it (close-on-exec).
 	goR, goW, err := os.Pipe()
 	if err != nil {
-		closeChildEnds()
-		cio.close()
-		return nil, nil, err
-	}
-	failR, failW, err := os.Pipe()
-	if err != nil {
-		goR.Close()
-		goW.Close()
-		closeChildEnds()
 		cio.close()
 		return nil, nil, err
 	}
 	defer goW.Close()
-	defer failR.Close()
-	extra := []*os.File{goR, failW}
-	// With a tty, the console socket on which the init hands over the
-	// terminal's master.
-	var console, consoleC *os.File
-	if sp.TTY {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			goR.Close()
-			failW.Close()
-			cio.close()
-			return nil, nil, fmt.Errorf("the console socket: %w", err)
-		}
-		console, consoleC = os.NewFile(uintptr(fds[0]), "console"), os.NewFile(uintptr(fds[1]), "console")
-		defer console.Close()
-		extra = append(extra, consoleC)
-	}
-	proc = &exec.Cmd{
-		Path:       SelfExe,
-		Args:       []string{os.Args[0], initCommand, s.dir},
-		Env:        Env(),
-		Stdout:     outC,
-		Stderr:     errC,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			// With a tty the init, and so the command it becomes, leads
-			// its session with the terminal as controlling one (the init
-			// sets it up): a shell runs interactively with job control,
-			// and ^C signals its foreground job.
-			Setsid:     true,
-			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
-		},
-	}
-	// Only a set one: a nil *os.File in the interface would not be nil.
-	if inC != nil {
-		proc.Stdin = inC
-	}
-	// Started from a thread inside the sandbox's network namespace, the
-	// init is born in it.
-	err = nsthread.Run(sp.NetNS, proc.Start)
-	closeChildEnds()
-	goR.Close()
-	failW.Close()
-	if consoleC != nil {
-		consoleC.Close()
-	}
+	childEnds = append(childEnds, goR)
+	failR, failW, err := os.Pipe()
 	if err != nil {
-		cio.close()
-		return nil, nil, fmt.Errorf("starting the container init: %w", err)
-	}
-	abort := func(err error) (*exec.Cmd, *containerIO, error) {
-		proc.Process.Kill()
-		proc.Wait()
 		cio.close()
 		return nil, nil, err
 	}
-	if err := sp.Cgroups.AddProcess(proc.Process.Pid); err != nil {
-		return abort(err)
+	defer failR.Close()
+	childEnds = append(childEnds, failW)
+
+	pid, master, err := launch(s.dir, sp, [3]*os.File{inC, outC, errC}, goR, failW)
+	if err != nil {
+		cio.close()
+		return nil, nil, err
 	}
-	if sp.OOMScoreAdj != 0 {
-		// Best effort: lowering it needs CAP_SYS_RESOURCE, which root
-		// lacks in some VMs; the kubelet's values are advisory anyway.
-		os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", proc.Process.Pid), []byte(strconv.FormatInt(sp.OOMScoreAdj, 10)), 0o644)
+	for _, f := range childEnds {
+		f.Close()
 	}
-	if console != nil {
-		master, err := receiveConsole(console)
-		if err != nil {
-			// The init failed first: its own error says why.
-			proc.Process.Kill()
-			if msg, _ := io.ReadAll(failR); len(msg) > 0 {
-				err = errors.New(string(msg))
-			}
-			return abort(fmt.Errorf("the container's terminal: %w", err))
-		}
+	childEnds = nil
+	if master != nil {
 		cio.stdout, cio.term = master, master
 		if sp.Stdin {
 			cio.stdin = master
 		}
 	}
-	if _, err := goW.Write([]byte("go")); err != nil {
-		return abort(fmt.Errorf("releasing the container init: %w", err))
+	if proc, err = os.FindProcess(pid); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		cio.close()
+		return nil, nil, err
 	}
-	goW.Close()
-	msg, _ := io.ReadAll(failR)
-	if len(msg) > 0 {
+	abort := func(err error) (*os.Process, *containerIO, error) {
+		proc.Kill()
 		proc.Wait()
 		cio.close()
-		return nil, nil, errors.New(string(msg))
+		return nil, nil, err
 	}
-	return proc, cio, nil
+	if err := sp.Cgroups.AddProcess(pid); err != nil {
+		return abort(err)
+	}
+	if sp.OOMScoreAdj != 0 {
+		// Best effort: lowering it needs CAP_SYS_RESOURCE, which root
+		// lacks in some VMs; the kubelet's values are advisory anyway.
+		os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte(strconv.FormatInt(sp.OOMScoreAdj, 10)), 0o644)
+	}
+	if _, err := goW.Write([]byte("go")); err != nil {
+		return abort(fmt.Errorf("releasing the container's process: %w", err))
+	}
+	goW.Close()
+	var failure childFailure
+	switch n, _ := io.ReadFull(failR, failure[:]); n {
+	case 0:
+		return proc, cio, nil
+	case len(failure):
+		proc.Wait()
+		cio.close()
+		return nil, nil, failure.describe(sp)
+	default:
+		return abort(errors.New("the container's process failed to start"))
+	}
 }

@@ -11,8 +11,8 @@ import (
 	"cairn/node/runtime/embedded/cgroups"
 )
 
-// Spec is everything the shim, the init and the exec helper need to
-// build and enter a container. The agent writes it, as spec.json in the
+// Spec is everything the shim and the exec helper need to build and
+// enter a container. The agent writes it, as spec.json in the
 // container's directory, when it creates the container. Its JSON names
 // are shared with running shims of older agents: do not change them.
 type Spec struct {
