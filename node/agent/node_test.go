@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"cairn/internal/testimage"
+	"cairn/internal/topdir"
 	"cairn/node/kubelet"
+
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,6 +72,21 @@ func TestNode(t *testing.T) {
 			l, err := n.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 			return err == nil && l.Spec.RenewTime.After(renewed)
 		}, func() any { return nil })
+	})
+
+	t.Run("the kubelet's per-pod directories are spread over the disk", func(t *testing.T) {
+		var st unix.Statfs_t
+		if err := unix.Statfs(n.cfg.DataDir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Type != unix.EXT4_SUPER_MAGIC {
+			t.Skipf("the data directory is not on ext4 (magic %#x)", st.Type)
+		}
+		for _, d := range []string{filepath.Join("kubelet", "pods"), "pod-logs"} {
+			if marked, err := topdir.Marked(filepath.Join(n.cfg.DataDir, d)); err != nil || !marked {
+				t.Errorf("%s: top directory flag %v, err %v", d, marked, err)
+			}
+		}
 	})
 
 	t.Run("a pod runs its init containers, env and volumes, and logs through the API", func(t *testing.T) {

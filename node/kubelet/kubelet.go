@@ -240,8 +240,10 @@ func New(cfg Config) (*Kubelet, error) {
 		}
 	}
 	// One directory per pod, unrelated to each other (see topdir).
-	if err := topdir.Mark(filepath.Join(cfg.RootDir, "pods")); err != nil {
-		cfg.Logger.Warn("cannot mark the pods directory as a top directory", "err", err)
+	for _, dir := range []string{filepath.Join(cfg.RootDir, "pods"), cfg.PodLogsDir} {
+		if err := topdir.Mark(dir); err != nil {
+			cfg.Logger.Warn("cannot mark a directory of per-pod directories as a top directory", "dir", dir, "err", err)
+		}
 	}
 	k := &Kubelet{
 		cfg:            cfg,
