@@ -351,6 +351,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *containerRecord) error
 	r.mu.Lock()
 	delete(r.containers, c.ID)
 	r.mu.Unlock()
+	c.shim.close()
 	r.log.Info("container removed", "id", c.ID)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"cairn/internal/testimage"
 	"cairn/node/runtime/embedded/helper"
 
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -116,6 +117,45 @@ func TestExitCodesAndReasons(t *testing.T) {
 			t.Errorf("%s, want exited with reason StartError", fmtStatus(st))
 		}
 	})
+}
+
+// TestALostShimIsNoticed kills a running container's shim, then its
+// process: the container runs on unsupervised, then is reported exited
+// for an unknown reason, as the shim could not record its exit.
+func TestALostShimIsNoticed(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("lost")
+	id := e.start(sb, container("sleeper", "sh", "-c", "exec sleep 3600"))
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("%s, want running", fmtStatus(st))
+	}
+	st, _, err := helper.ReadState(e.rt.containerDir(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill := func(what string, pid int, start uint64) {
+		t.Helper()
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+			t.Fatalf("killing the %s: %v", what, err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for helper.Alive(pid, start) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s (pid %d) outlived SIGKILL", what, pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	kill("shim", st.ShimPID, st.ShimStart)
+	if got := e.status(id); got.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("without its shim: %s, want still running", fmtStatus(got))
+	}
+	kill("container's process", st.PID, st.PIDStart)
+	got := e.status(id)
+	if got.State != runtimeapi.ContainerState_CONTAINER_EXITED || got.Reason != helper.ReasonUnknown || got.ExitCode != 255 ||
+		!strings.Contains(got.Message, "shim exited") {
+		t.Errorf("%s (%q), want exited 255 for an unknown reason", fmtStatus(got), got.Message)
+	}
 }
 
 func TestContainerRestartsInTheSameSandbox(t *testing.T) {

@@ -54,8 +54,8 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 // that died without recording the exit (killed, or lost in a reboot).
 func (r *Runtime) currentState(c *containerRecord) (helper.State, bool) {
 	dir := r.containerDir(c.ID)
-	st, started, err := helper.ReadState(dir)
-	if err != nil || !started || !st.Running || helper.Alive(st.ShimPID, st.ShimStart) {
+	st, started, err := c.state.read(dir)
+	if err != nil || !started || !st.Running || c.shim.alive(st.ShimPID, st.ShimStart) {
 		return st, started
 	}
 	// Read again: the shim may have written the exit just before going.

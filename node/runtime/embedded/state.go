@@ -46,6 +46,9 @@ type containerRecord struct {
 	// spec caches the container's spec.json, written once at creation:
 	// the kubelet asks for a container's status on every sync.
 	spec atomic.Pointer[helper.Spec]
+	// state and shim answer what the container's process does.
+	state stateCache
+	shim  shimWatch
 }
 
 // decodedConfig holds a record's Config, decoded once: the kubelet lists
