@@ -16,18 +16,15 @@ const (
 // deleted since it started: the fallback helper binary of the agent.
 const SelfExe = "/proc/self/exe"
 
-// Env returns the environment of a helper that does one thing at a
-// time (the exec helper): nothing but one P for the Go scheduler. A Go
-// process sizing itself to the machine reads its cgroup CPU limits and
-// starts a thread per CPU, which made every helper start about half a
-// millisecond of CPU dearer. Commands in the container never see it:
-// they get the spec's environment.
+// Env returns the environment of the runtime's helpers, the shim and
+// the exec helper: nothing but one P for the Go scheduler. A Go process
+// sizing itself to the machine reads its cgroup CPU limits and starts
+// a thread per CPU; a second P made every pod start about two
+// milliseconds of CPU dearer. The shim's attach writers need no P of
+// their own: a goroutine woken by the output copy runs next on the
+// same P. Commands in the container never see it: they get the spec's
+// environment.
 func Env() []string { return []string{"GOMAXPROCS=1"} }
-
-// shimEnv is the shim's environment: two Ps, so that the copy of a
-// flooding container's output cannot keep the attach writers from
-// running, which would drop a client that keeps up as too slow.
-func shimEnv() []string { return []string{"GOMAXPROCS=2"} }
 
 // MaybeRun turns the process into a container shim or exec helper
 // when it was started as one, and never returns then. Otherwise it

@@ -29,7 +29,7 @@ func StartShim(ctx context.Context, binary, dir string) (int, error) {
 	cmd := &exec.Cmd{
 		Path:        binary,
 		Args:        []string{binary, shimCommand, dir},
-		Env:         shimEnv(),
+		Env:         Env(),
 		Stdout:      shimLog,
 		Stderr:      shimLog,
 		ExtraFiles:  []*os.File{reportW},
