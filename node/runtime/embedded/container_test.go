@@ -42,8 +42,10 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		`echo cgroup2=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)`,
 		`echo memcg=$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)`,
 		`echo procsys=$( (echo cairn > /proc/sys/kernel/domainname) 2>/dev/null && echo rw || echo ro)`,
+		`echo oom=$(cat /proc/self/oom_score_adj)`,
 	}, "; ")
 	cfg := container("facts", "sh", "-c", script)
+	cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{OomScoreAdj: 937}
 	cfg.Envs = []*runtimeapi.KeyValue{{Key: "GREETING", Value: []byte("hi there")}}
 	id := e.start(sb, cfg)
 	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
@@ -80,6 +82,8 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		"stdout: acpi=0",
 		"stdout: fds=4",
 		"stdout: procsys=ro",
+		// Set by the process itself before its exec.
+		"stdout: oom=937",
 	} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("log lacks %q; it has %q", want, lines)

@@ -114,3 +114,11 @@ func TestProcessesAndOOMKillsAreReadFromTheCgroup(t *testing.T) {
 		t.Errorf("OOMKills = %d, want 3", got)
 	}
 }
+
+func TestProcsFilesNameEveryHierarchy(t *testing.T) {
+	p := Paths{V1: map[string]string{"pids": "/cg/pids/x", "memory": "/cg/memory/x", "unknown": "/cg/unknown/x"}, V2: "/cg/unified/x"}
+	want := []string{"/cg/memory/x/cgroup.procs", "/cg/pids/x/cgroup.procs", "/cg/unified/x/cgroup.procs"}
+	if got := p.ProcsFiles(); !reflect.DeepEqual(got, want) {
+		t.Errorf("ProcsFiles = %v, want %v", got, want)
+	}
+}

@@ -53,6 +53,18 @@ func (p Paths) AddProcess(pid int) error {
 	return nil
 }
 
+// ProcsFiles returns the cgroup.procs file of the cgroup in every
+// hierarchy. A process that writes "0" to one moves itself there, which
+// a child can do between its fork and its exec with files its parent
+// opened.
+func (p Paths) ProcsFiles() []string {
+	dirs := p.dirs()
+	for i, d := range dirs {
+		dirs[i] = filepath.Join(d, "cgroup.procs")
+	}
+	return dirs
+}
+
 // OOMKills returns how many processes the kernel's OOM killer killed in
 // the cgroup because of its memory limit.
 func (p Paths) OOMKills() int {

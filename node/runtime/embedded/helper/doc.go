@@ -9,10 +9,10 @@
 //   - the shim builds and supervises one container. On a thread of its
 //     own it enters the sandbox's network namespace and new mount, UTS
 //     and IPC namespaces, mounts the root filesystem, /dev, /sys,
-//     /etc/hosts and the volumes, and pivots into it; then it forks the
-//     container's first process, which mounts /proc in its new PID
-//     namespace, drops privileges and execs the command (see launch and
-//     forkChild). It copies the container's stdout and stderr into the
+//     /etc/hosts and the volumes, and pivots into it; then it vforks the
+//     container's first process, which moves itself into the
+//     container's cgroups, mounts /proc in its new PID namespace, drops
+//     privileges and execs the command (see launch and forkChild). It copies the container's stdout and stderr into the
 //     CRI log file, and records its exit in the container's state file.
 //     It holds the container's stdin when the container has one, and
 //     its terminal when it has a tty, and serves attached clients on a

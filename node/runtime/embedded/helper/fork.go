@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -15,14 +16,18 @@ import (
 // The container's first process is forked from the shim and execs the
 // container's command directly: a Go process in between (a container
 // init) would cost each start the Go runtime's start-up, a few
-// milliseconds of CPU, which many simultaneous starts feel. Between the
-// fork and the exec the child is a copy of one thread of a Go program
-// whose runtime it must not touch: it makes raw system calls only, on
-// values the shim prepared, and allocates nothing. Everything that can
-// happen before the fork happens on the shim's thread instead (see
-// launch.go); the child does what only a process inside the container's
-// new PID namespace can, mounting its /proc, and what would take the
-// shim's own privileges away.
+// milliseconds of CPU, which many simultaneous starts feel. The fork is
+// a vfork (CLONE_VM|CLONE_VFORK), as in Go's own os/exec: the child
+// borrows the shim's memory while the forking thread sleeps until the
+// exec, so nothing of the shim is copied, neither its page tables at the
+// fork nor its pages when the shim writes them after it. The child runs
+// on the stack of a thread of a Go program whose runtime it must not
+// touch: it makes raw system calls only, on values the shim prepared,
+// and allocates nothing. Everything that can happen before the fork
+// happens on the shim's thread instead (see launch.go); the child does
+// what only it can: it moves itself into the container's cgroups, mounts
+// the /proc of its new PID namespace, and drops the privileges that the
+// shim keeps.
 
 //go:linkname beforeFork syscall.runtime_BeforeFork
 func beforeFork()
@@ -33,13 +38,25 @@ func afterFork()
 //go:linkname afterForkInChild syscall.runtime_AfterForkInChild
 func afterForkInChild()
 
+// rawVfork is clone(flags) for a child that shares the caller's stack
+// (vfork_linux_*.s). Like the one of Go's os/exec, it keeps its return
+// address off the stack, which the child writes over before the parent
+// resumes. It is in this package's assembly, as a call to another
+// package's would go through an ABI wrapper whose own return address
+// the child would clobber.
+func rawVfork(flags uintptr) (pid uintptr, errno syscall.Errno)
+
 // childPlan is everything the child does between the fork and the exec,
 // as pointers and numbers made before the fork.
 type childPlan struct {
-	// goFD is where the shim says "go", once the child is in its
-	// cgroups; failFD (close-on-exec) is where the child writes a
+	// cgroupFDs are the container's cgroup.procs files, open for
+	// writing; failFD (close-on-exec) is where the child writes a
 	// childFailure if it cannot exec.
-	goFD, failFD int
+	cgroupFDs []int
+	failFD    int
+	// oomScoreAdj is the child's oom_score_adj as text, nil to keep the
+	// shim's.
+	oomScoreAdj []byte
 	// stdio become the child's fds 0, 1 and 2.
 	stdio [3]int
 	// tty makes stdin the controlling terminal of the child's session.
@@ -53,12 +70,13 @@ type childPlan struct {
 	argv, envv       []*byte
 
 	// Constant strings, as the child cannot make them.
-	proc, procDir, tmpfs, sizeZero, devNull, empty *byte
+	proc, procDir, tmpfs, sizeZero, devNull, empty, zero, oomFile *byte
 }
 
 // The steps of the child that can fail, as it reports them.
 const (
-	stepStdio uint8 = iota + 1
+	stepCgroup uint8 = iota + 1
+	stepStdio
 	stepSession
 	stepTerminal
 	stepProc
@@ -77,11 +95,18 @@ const rawATFDCWD = ^uintptr(-unix.AT_FDCWD - 1)
 // step, the index of the path for the per-path steps, and the errno.
 type childFailure [8]byte
 
-// newChildPlan prepares sp's child. The paths under /proc of sp's masked
-// and read-only paths are the child's to handle; the caller handles the
-// others.
-func newChildPlan(sp *Spec, path string, stdio [3]int, goFD, failFD int) (*childPlan, error) {
-	p := &childPlan{goFD: goFD, failFD: failFD, stdio: stdio, tty: sp.TTY, groups: sp.Groups, uid: sp.UID, gid: sp.GID}
+// newChildPlan prepares sp's child. cgroupFDs are open on the files of
+// sp.Cgroups.ProcsFiles, in that order. The paths under /proc of sp's
+// masked and read-only paths are the child's to handle; the caller
+// handles the others.
+func newChildPlan(sp *Spec, path string, stdio [3]int, cgroupFDs []int, failFD int) (*childPlan, error) {
+	p := &childPlan{cgroupFDs: cgroupFDs, failFD: failFD, stdio: stdio, tty: sp.TTY, groups: sp.Groups, uid: sp.UID, gid: sp.GID}
+	if len(cgroupFDs) > math.MaxUint16 {
+		return nil, fmt.Errorf("too many cgroups")
+	}
+	if sp.OOMScoreAdj != 0 {
+		p.oomScoreAdj = strconv.AppendInt(nil, sp.OOMScoreAdj, 10)
+	}
 	var err error
 	str := func(s string) *byte {
 		b, e := syscall.BytePtrFromString(s)
@@ -108,6 +133,7 @@ func newChildPlan(sp *Spec, path string, stdio [3]int, goFD, failFD int) (*child
 	}
 	p.path, p.argv, p.envv = str(path), strs(sp.Args), strs(sp.Env)
 	p.proc, p.procDir, p.tmpfs, p.sizeZero, p.devNull, p.empty = str("proc"), str("/proc"), str("tmpfs"), str("size=0"), str("/dev/null"), str("")
+	p.zero, p.oomFile = str("0"), str("/proc/self/oom_score_adj")
 	if err != nil {
 		return nil, fmt.Errorf("the container's command or paths: %w", err)
 	}
@@ -132,50 +158,58 @@ func procPaths(ps []string) []string {
 }
 
 // forkChild forks the container's first process from the calling
-// thread, into a new PID namespace, and returns its pid. The child waits
-// for "go" on p.goFD, then follows p and execs the command.
+// thread, into a new PID namespace, and returns its pid once the child
+// has exec'd the command or failed to; a failure is on p.failFD.
+func forkChild(p *childPlan) (int, error) {
+	syscall.ForkLock.Lock()
+	pid, err := forkChild1(p)
+	afterFork()
+	syscall.ForkLock.Unlock()
+	if err != 0 {
+		return 0, fmt.Errorf("forking the container's process: %w", err)
+	}
+	return pid, nil
+}
+
+// forkChild1 is the fork, and the child until its exec. The parent
+// returns at once, as the child has written over this frame; the caller
+// calls afterFork. beforeFork comes after this function's own stack
+// check, since no stack may grow after it.
 //
 // Between the fork and the exec the child may only call nosplit
 // functions (the raw system calls) and must not allocate or write
-// pointers: it runs on a copy of the stack of a Go thread whose runtime
-// state it shares no longer.
+// pointers: it runs on the stack of a Go thread, in memory whose runtime
+// it must not disturb.
 //
 //go:norace
 //go:nocheckptr
 //go:noinline
-func forkChild(p *childPlan) (int, error) {
+func forkChild1(p *childPlan) (pid int, err syscall.Errno) {
 	var (
 		fail  childFailure
 		step  uint8
 		index int
 		errno syscall.Errno
-		buf   [2]byte
 		stx   unix.Statx_t
 		sfs   syscall.Statfs_t
-		n     uintptr
 	)
-	syscall.ForkLock.Lock()
 	beforeFork()
-	pid, _, err1 := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD|syscall.CLONE_NEWPID), 0, 0, 0, 0, 0)
-	if err1 != 0 || pid != 0 {
-		afterFork()
-		syscall.ForkLock.Unlock()
-		if err1 != 0 {
-			return 0, fmt.Errorf("forking the container's process: %w", err1)
-		}
-		return int(pid), nil
+	r1, err1 := rawVfork(uintptr(syscall.SIGCHLD) | syscall.CLONE_VM | syscall.CLONE_VFORK | syscall.CLONE_NEWPID)
+	if err1 != 0 || r1 != 0 {
+		return int(r1), err1
 	}
 
 	// The child.
 	afterForkInChild()
-	// Wait until the shim has placed us in the container's cgroups; if
-	// it went away instead, there is nobody to tell.
-	n, _, errno = syscall.RawSyscall(syscall.SYS_READ, uintptr(p.goFD), uintptr(unsafe.Pointer(&buf[0])), 2)
-	if errno != 0 || n != 2 || buf[0] != 'g' || buf[1] != 'o' {
-		for {
-			syscall.RawSyscall(syscall.SYS_EXIT, 1, 0, 0)
+	// Into the container's cgroups before anything else: the command
+	// must never run outside their limits.
+	for index = 0; index < len(p.cgroupFDs); index++ {
+		if _, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(p.cgroupFDs[index]), uintptr(unsafe.Pointer(p.zero)), 1); errno != 0 {
+			step = stepCgroup
+			goto childFailed
 		}
 	}
+	index = 0
 	for i := 0; i < 3; i++ {
 		if p.stdio[i] == i {
 			_, _, errno = syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(i), syscall.F_SETFD, 0)
@@ -206,6 +240,15 @@ func forkChild(p *childPlan) (int, error) {
 		uintptr(unsafe.Pointer(p.proc)), syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, 0, 0); errno != 0 {
 		step = stepProc
 		goto childFailed
+	}
+	if p.oomScoreAdj != nil {
+		// Best effort: lowering it needs CAP_SYS_RESOURCE, which root
+		// lacks in some VMs; the kubelet's values are advisory anyway.
+		fd, _, e := syscall.RawSyscall6(syscall.SYS_OPENAT, rawATFDCWD, uintptr(unsafe.Pointer(p.oomFile)), syscall.O_WRONLY|syscall.O_CLOEXEC, 0, 0, 0)
+		if e == 0 {
+			syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p.oomScoreAdj[0])), uintptr(len(p.oomScoreAdj)))
+			syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+		}
 	}
 	for index = 0; index < len(p.masked); index++ {
 		target := p.masked[index]
@@ -291,6 +334,11 @@ func (f childFailure) describe(sp *Spec) error {
 		return "?"
 	}
 	switch f[0] {
+	case stepCgroup:
+		if files := sp.Cgroups.ProcsFiles(); index < len(files) {
+			return fmt.Errorf("placing the container's process in its cgroup (%s): %w", files[index], errno)
+		}
+		return fmt.Errorf("placing the container's process in its cgroups: %w", errno)
 	case stepStdio:
 		return fmt.Errorf("setting up the container's stdin, stdout and stderr: %w", errno)
 	case stepSession:

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"cairn/node/runtime/embedded/cgroups"
 )
 
 func TestOnlyPathsInProcAreLeftToTheChild(t *testing.T) {
@@ -21,6 +23,7 @@ func TestChildFailuresNameTheirStepAndPath(t *testing.T) {
 		MaskedPaths:   []string{"/sys/firmware", "/proc/kcore", "/proc/keys"},
 		ReadonlyPaths: []string{"/proc/sys"},
 		UID:           1000,
+		Cgroups:       cgroups.Paths{V1: map[string]string{"memory": "/cg/memory/c1", "pids": "/cg/pids/c1"}},
 	}
 	record := func(step uint8, index uint16, errno syscall.Errno) childFailure {
 		var f childFailure
@@ -38,6 +41,8 @@ func TestChildFailuresNameTheirStepAndPath(t *testing.T) {
 		{record(stepReadonly, 0, syscall.EBUSY), "making /proc/sys read-only: device or resource busy"},
 		{record(stepMask, 7, syscall.EPERM), "masking ?: operation not permitted"},
 		{record(stepProc, 0, syscall.EPERM), "mounting /proc: operation not permitted"},
+		{record(stepCgroup, 1, syscall.ENOSPC), "placing the container's process in its cgroup (/cg/pids/c1/cgroup.procs): no space left on device"},
+		{record(stepCgroup, 5, syscall.ENOSPC), "placing the container's process in its cgroups: no space left on device"},
 		{record(stepUID, 0, syscall.EINVAL), "setresuid 1000: invalid argument"},
 		{record(stepExec, 0, syscall.ENOEXEC), "exec /app/server: exec format error"},
 		{record(99, 0, syscall.EIO), "failed to start (step 99): input/output error"},

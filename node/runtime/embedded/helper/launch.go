@@ -16,12 +16,14 @@ import (
 // enters the sandbox's network namespace and new mount, UTS and IPC
 // namespaces, builds the container's filesystem there and pivots into
 // it, then forks the container's first process (see forkChild), which
-// waits for "go" on goR before it execs the command. stdio are the
-// process's stdin, stdout and stderr; with a tty they are ignored and the
+// moves itself into the cgroups whose cgroup.procs files are open in
+// cgroupProcs and execs the command. launch returns once it has, or has
+// failed to; the child tells why on failW. stdio are the process's
+// stdin, stdout and stderr; with a tty they are ignored and the
 // terminal's master comes back. The thread is never given back to Go:
 // with the container's namespaces and root it is good for nothing else,
 // and Go ends a thread whose goroutine exits locked to it.
-func launch(dir string, sp *Spec, stdio [3]*os.File, goR, failW *os.File) (pid int, master *os.File, err error) {
+func launch(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*os.File, failW *os.File) (pid int, master *os.File, err error) {
 	type result struct {
 		pid    int
 		master *os.File
@@ -31,14 +33,14 @@ func launch(dir string, sp *Spec, stdio [3]*os.File, goR, failW *os.File) (pid i
 	go func() {
 		runtime.LockOSThread()
 		var r result
-		r.pid, r.master, r.err = launchOnThisThread(dir, sp, stdio, goR, failW)
+		r.pid, r.master, r.err = launchOnThisThread(dir, sp, stdio, cgroupProcs, failW)
 		done <- r
 	}()
 	r := <-done
 	return r.pid, r.master, r.err
 }
 
-func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, goR, failW *os.File) (int, *os.File, error) {
+func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*os.File, failW *os.File) (int, *os.File, error) {
 	if sp.NetNS != "" {
 		fd, err := unix.Open(sp.NetNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -110,14 +112,18 @@ func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, goR, failW *os.
 	for i, f := range stdio {
 		fds[i] = int(f.Fd())
 	}
-	plan, err := newChildPlan(sp, path, fds, int(goR.Fd()), int(failW.Fd()))
+	cgroupFDs := make([]int, len(cgroupProcs))
+	for i, f := range cgroupProcs {
+		cgroupFDs[i] = int(f.Fd())
+	}
+	plan, err := newChildPlan(sp, path, fds, cgroupFDs, int(failW.Fd()))
 	if err != nil {
 		return fail(err)
 	}
 	pid, err := forkChild(plan)
-	// The files must stay open until the fork has copied them.
+	// The files must stay open until the child has exec'd.
 	runtime.KeepAlive(stdio)
-	runtime.KeepAlive(goR)
+	runtime.KeepAlive(cgroupProcs)
 	runtime.KeepAlive(failW)
 	if err != nil {
 		return fail(err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -273,15 +272,19 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 		}
 		childEnds = append(childEnds, inC)
 	}
-	// go: the shim tells the child it may exec; fail: the child's
-	// failure, or EOF when the exec closed it (close-on-exec).
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		cio.close()
-		return nil, nil, err
+	// The child places itself in the container's cgroups with these.
+	var cgroupProcs []*os.File
+	for _, name := range sp.Cgroups.ProcsFiles() {
+		f, err := os.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			cio.close()
+			return nil, nil, fmt.Errorf("opening the container's cgroup: %w", err)
+		}
+		childEnds = append(childEnds, f)
+		cgroupProcs = append(cgroupProcs, f)
 	}
-	defer goW.Close()
-	childEnds = append(childEnds, goR)
+	// The child's failure, or EOF when its exec closed the pipe
+	// (close-on-exec).
 	failR, failW, err := os.Pipe()
 	if err != nil {
 		cio.close()
@@ -290,7 +293,7 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 	defer failR.Close()
 	childEnds = append(childEnds, failW)
 
-	pid, master, err := launch(s.dir, sp, [3]*os.File{inC, outC, errC}, goR, failW)
+	pid, master, err := launch(s.dir, sp, [3]*os.File{inC, outC, errC}, cgroupProcs, failW)
 	if err != nil {
 		cio.close()
 		return nil, nil, err
@@ -310,24 +313,6 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 		cio.close()
 		return nil, nil, err
 	}
-	abort := func(err error) (*os.Process, *containerIO, error) {
-		proc.Kill()
-		proc.Wait()
-		cio.close()
-		return nil, nil, err
-	}
-	if err := sp.Cgroups.AddProcess(pid); err != nil {
-		return abort(err)
-	}
-	if sp.OOMScoreAdj != 0 {
-		// Best effort: lowering it needs CAP_SYS_RESOURCE, which root
-		// lacks in some VMs; the kubelet's values are advisory anyway.
-		os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte(strconv.FormatInt(sp.OOMScoreAdj, 10)), 0o644)
-	}
-	if _, err := goW.Write([]byte("go")); err != nil {
-		return abort(fmt.Errorf("releasing the container's process: %w", err))
-	}
-	goW.Close()
 	var failure childFailure
 	switch n, _ := io.ReadFull(failR, failure[:]); n {
 	case 0:
@@ -337,6 +322,9 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 		cio.close()
 		return nil, nil, failure.describe(sp)
 	default:
-		return abort(errors.New("the container's process failed to start"))
+		proc.Kill()
+		proc.Wait()
+		cio.close()
+		return nil, nil, errors.New("the container's process failed to start")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -48,7 +49,8 @@ func StartShim(ctx context.Context, binary, dir string) (int, error) {
 	go func() {
 		var rep shimReport
 		if err := json.NewDecoder(reportR).Decode(&rep); err != nil {
-			rep.Error = fmt.Sprintf("the shim exited without a report (see %s): %v", filepath.Join(dir, "shim.log"), err)
+			logPath := filepath.Join(dir, "shim.log")
+			rep.Error = fmt.Sprintf("the shim exited without a report (%v)%s; see %s", err, shimLogCause(logPath), logPath)
 		}
 		got <- rep
 	}()
@@ -61,4 +63,25 @@ func StartShim(ctx context.Context, binary, dir string) (int, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// shimLogCause is what the shim's log says of why it died, as ": cause",
+// or "": the first line of a panic or fatal error, else its last line.
+func shimLogCause(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	cause := lines[len(lines)-1]
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			cause = l
+			break
+		}
+	}
+	if cause == "" {
+		return ""
+	}
+	return ": " + cause
 }
