@@ -219,8 +219,8 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 
 // installShim puts the cairn-shim of make build beside the test binary,
 // where the embedded runtime looks for it: without it the runtime runs
-// the test binary itself as shim and init, whose start-up would be
-// measured instead of the runtime's.
+// the test binary itself as the shim, whose start-up would be measured
+// instead of the runtime's.
 func installShim(b *testing.B) {
 	bin := os.Getenv("CAIRN_BIN")
 	if bin == "" {
