@@ -43,6 +43,7 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		`echo memcg=$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)`,
 		`echo procsys=$( (echo cairn > /proc/sys/kernel/domainname) 2>/dev/null && echo rw || echo ro)`,
 		`echo oom=$(cat /proc/self/oom_score_adj)`,
+		`echo sigign=$(grep SigIgn /proc/self/status | cut -f2)`,
 	}, "; ")
 	cfg := container("facts", "sh", "-c", script)
 	cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{OomScoreAdj: 937}
@@ -84,6 +85,8 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		"stdout: procsys=ro",
 		// Set by the process itself before its exec.
 		"stdout: oom=937",
+		// Nothing the shim ignores.
+		"stdout: sigign=0000000000000000",
 	} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("log lacks %q; it has %q", want, lines)
@@ -121,6 +124,34 @@ func TestExitCodesAndReasons(t *testing.T) {
 			t.Errorf("%s, want exited with reason StartError", fmtStatus(st))
 		}
 	})
+}
+
+// TestTheShimOutlivesTheSignalsOfAStop sends a running container's shim
+// what an agent's stop, its terminal's ^C or an old agent's log reopen
+// would: the shim keeps supervising the container.
+func TestTheShimOutlivesTheSignalsOfAStop(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("signals")
+	id := e.start(sb, container("sleeper", "sh", "-c", "exec sleep 3600"))
+	st, _, err := helper.ReadState(e.rt.containerDir(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGPIPE, unix.SIGUSR1} {
+		if err := unix.Kill(st.ShimPID, sig); err != nil {
+			t.Fatalf("signalling the shim: %v", err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !helper.Alive(st.ShimPID, st.ShimStart) {
+		t.Fatal("the shim died of a signal")
+	}
+	if _, err := e.rt.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.status(id); got.State != runtimeapi.ContainerState_CONTAINER_EXITED || got.Reason == helper.ReasonUnknown {
+		t.Errorf("%s, want the exit recorded by the shim", fmtStatus(got))
+	}
 }
 
 // TestALostShimIsNoticed kills a running container's shim, then its

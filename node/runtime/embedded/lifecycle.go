@@ -167,12 +167,23 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 	if !st.Running || !helper.Alive(st.ShimPID, st.ShimStart) {
 		return nil, fmt.Errorf("embedded: container %s is not running: no log to reopen", c.ID)
 	}
+	dir := r.containerDir(c.ID)
+	err = helper.ReopenLog(ctx, dir)
+	if err == nil {
+		if now, _, err := helper.ReadState(dir); err == nil && now.LogReopens > st.LogReopens {
+			return &runtimeapi.ReopenContainerLogResponse{}, nil
+		}
+		// A shim from before the request attached us instead: it
+		// reopens on SIGUSR1.
+	} else if !errors.Is(err, helper.ErrNoAttachSocket) {
+		return nil, fmt.Errorf("embedded: the shim of %s could not reopen its log: %w", c.ID, err)
+	}
 	if err := signalProcess(helper.State{PID: st.ShimPID, PIDStart: st.ShimStart}, syscall.SIGUSR1); err != nil {
 		return nil, fmt.Errorf("embedded: asking the shim of %s to reopen its log: %w", c.ID, err)
 	}
 	deadline := time.Now().Add(reopenTimeout)
 	for {
-		now, _, err := helper.ReadState(r.containerDir(c.ID))
+		now, _, err := helper.ReadState(dir)
 		if err == nil && now.LogReopens > st.LogReopens {
 			return &runtimeapi.ReopenContainerLogResponse{}, nil
 		}

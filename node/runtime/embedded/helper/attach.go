@@ -76,6 +76,10 @@ type AttachHeader struct {
 	Stdout bool `json:"stdout,omitempty"`
 	Stderr bool `json:"stderr,omitempty"`
 	TTY    bool `json:"tty,omitempty"`
+	// ReopenLog asks the shim to reopen the container's log file, after
+	// the kubelet rotated it, instead of attaching: it answers once it
+	// has, and closes the connection.
+	ReopenLog bool `json:"reopenLog,omitempty"`
 }
 
 // attachReply is the shim's answer to an AttachHeader.
@@ -201,6 +205,19 @@ func DialAttach(ctx context.Context, dir string, h AttachHeader) (*AttachConn, e
 		return nil, errors.New(rep.Error)
 	}
 	return &AttachConn{conn: conn, r: r}, nil
+}
+
+// ReopenLog asks the shim of the container whose directory is dir to
+// reopen the container's log file, and returns once it has. A shim from
+// before this request attaches a client without streams instead, and
+// answers without reopening anything: the caller tells by the state's
+// LogReopens.
+func ReopenLog(ctx context.Context, dir string) error {
+	c, err := DialAttach(ctx, dir, AttachHeader{ReopenLog: true})
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // ReadFrame reads the next frame from the shim; the data is valid until

@@ -44,6 +44,8 @@ type attachHub struct {
 	sp   *Spec
 	ln   *net.UnixListener
 	path string
+	// reopenLog reopens the container's log file (AttachHeader.ReopenLog).
+	reopenLog func() error
 
 	// in is where input goes: the write end of the container's stdin
 	// pipe, or the terminal's master; nil without stdin. term is the
@@ -93,9 +95,9 @@ func listenAttach(dir string) (*net.UnixListener, error) {
 
 // newAttachHub serves ln for a container created with sp, whose stdio
 // the shim holds as cio.
-func newAttachHub(dir string, sp *Spec, ln *net.UnixListener, cio *containerIO) *attachHub {
+func newAttachHub(dir string, sp *Spec, ln *net.UnixListener, cio *containerIO, reopenLog func() error) *attachHub {
 	h := &attachHub{
-		sp: sp, ln: ln, path: filepath.Join(dir, AttachSocket),
+		sp: sp, ln: ln, path: filepath.Join(dir, AttachSocket), reopenLog: reopenLog,
 		in: cio.stdin, term: cio.term,
 		clients: map[*attachClient]struct{}{},
 	}
@@ -125,6 +127,16 @@ func (h *attachHub) handshake(conn net.Conn) {
 	}
 	if err != nil {
 		refuse(conn, errors.New("helper: malformed attach header"))
+		return
+	}
+	if hdr.ReopenLog {
+		if err := h.reopenLog(); err != nil {
+			refuse(conn, err)
+			return
+		}
+		conn.SetWriteDeadline(time.Now().Add(attachHandshake))
+		conn.Write([]byte("{}\n"))
+		conn.Close()
 		return
 	}
 	if err := CheckAttach(h.sp, hdr); err != nil {

@@ -71,11 +71,14 @@ type childPlan struct {
 
 	// Constant strings, as the child cannot make them.
 	proc, procDir, tmpfs, sizeZero, devNull, empty, zero, oomFile *byte
+	// sigDefault is a kernel struct sigaction for SIG_DFL: all zeros.
+	sigDefault [4]uint64
 }
 
 // The steps of the child that can fail, as it reports them.
 const (
-	stepCgroup uint8 = iota + 1
+	stepSignals uint8 = iota + 1
+	stepCgroup
 	stepStdio
 	stepSession
 	stepTerminal
@@ -201,6 +204,13 @@ func forkChild1(p *childPlan) (pid int, err syscall.Errno) {
 
 	// The child.
 	afterForkInChild()
+	// What the shim ignores, the command gets at its default.
+	for index = 0; index < len(shimIgnoredSignals); index++ {
+		if _, _, errno = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(shimIgnoredSignals[index]), uintptr(unsafe.Pointer(&p.sigDefault)), 0, 8, 0, 0); errno != 0 {
+			step = stepSignals
+			goto childFailed
+		}
+	}
 	// Into the container's cgroups before anything else: the command
 	// must never run outside their limits.
 	for index = 0; index < len(p.cgroupFDs); index++ {
@@ -334,6 +344,11 @@ func (f childFailure) describe(sp *Spec) error {
 		return "?"
 	}
 	switch f[0] {
+	case stepSignals:
+		if index < len(shimIgnoredSignals) {
+			return fmt.Errorf("setting %v back to its default action: %w", shimIgnoredSignals[index], errno)
+		}
+		return fmt.Errorf("setting the signals back to their defaults: %w", errno)
 	case stepCgroup:
 		if files := sp.Cgroups.ProcsFiles(); index < len(files) {
 			return fmt.Errorf("placing the container's process in its cgroup (%s): %w", files[index], errno)

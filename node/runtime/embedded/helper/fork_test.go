@@ -41,6 +41,7 @@ func TestChildFailuresNameTheirStepAndPath(t *testing.T) {
 		{record(stepReadonly, 0, syscall.EBUSY), "making /proc/sys read-only: device or resource busy"},
 		{record(stepMask, 7, syscall.EPERM), "masking ?: operation not permitted"},
 		{record(stepProc, 0, syscall.EPERM), "mounting /proc: operation not permitted"},
+		{record(stepSignals, 2, syscall.EINVAL), "setting terminated back to its default action: invalid argument"},
 		{record(stepCgroup, 1, syscall.ENOSPC), "placing the container's process in its cgroup (/cg/pids/c1/cgroup.procs): no space left on device"},
 		{record(stepCgroup, 5, syscall.ENOSPC), "placing the container's process in its cgroups: no space left on device"},
 		{record(stepUID, 0, syscall.EINVAL), "setresuid 1000: invalid argument"},

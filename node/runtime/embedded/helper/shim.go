@@ -21,6 +21,10 @@ type shimReport struct {
 	Error string `json:"error,omitempty"`
 }
 
+// shimIgnoredSignals are the signals the shim ignores. Its child would
+// inherit them ignored through its exec, so it sets them back.
+var shimIgnoredSignals = [...]syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGUSR1}
+
 // copyDrain bounds how long the shim waits for the output pipes to close
 // after the container's init died (the kernel kills the rest of its PID
 // namespace, asynchronously).
@@ -81,11 +85,12 @@ func (s *shim) fail(err error) error {
 
 func (s *shim) run() error {
 	// The agent's stop or a terminal's ^C must not end the supervision
-	// of running containers. Handled (not ignored) signals are reset in
-	// the container, which starts with default dispositions.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
-	reopen := make(chan os.Signal, 1)
-	signal.Notify(reopen, syscall.SIGUSR1)
+	// of running containers. Ignoring costs less than handling, which
+	// takes two threads of their own; the container's process sets these
+	// back to their defaults before its exec (see forkChild).
+	for _, sig := range shimIgnoredSignals {
+		signal.Ignore(sig)
+	}
 
 	start, _ := ProcStartTime(os.Getpid())
 	s.st = State{ShimPID: os.Getpid(), ShimStart: start}
@@ -115,7 +120,12 @@ func (s *shim) run() error {
 	}
 	var hub *attachHub
 	if ln != nil {
-		hub = newAttachHub(s.dir, &sp, ln, cio)
+		hub = newAttachHub(s.dir, &sp, ln, cio, func() error {
+			if err := log.reopen(); err != nil {
+				return err
+			}
+			return s.saveState(func(st *State) { st.LogReopens++ })
+		})
 	}
 	pidStart, _ := ProcStartTime(proc.Pid)
 	if err := s.saveState(func(st *State) {
@@ -136,14 +146,6 @@ func (s *shim) run() error {
 			log.copyStream(teeReader{out.r, hub, out.kind}, out.stream)
 		}()
 	}
-	go func() {
-		for range reopen {
-			if err := log.reopen(); err != nil {
-				fmt.Fprintln(os.Stderr, "shim:", err)
-			}
-			s.saveState(func(st *State) { st.LogReopens++ })
-		}
-	}()
 
 	ps, _ := proc.Wait()
 	drained := make(chan struct{})
