@@ -12,14 +12,16 @@
 //     /etc/hosts and the volumes, and pivots into it; then it vforks the
 //     container's first process, which moves itself into the
 //     container's cgroups, mounts /proc in its new PID namespace, drops
-//     privileges and execs the command (see launch and forkChild). It copies the container's stdout and stderr into the
-//     CRI log file, and records its exit in the container's state file.
-//     It holds the container's stdin when the container has one, and
-//     its terminal when it has a tty, and serves attached clients on a
-//     socket in the container's directory (see AttachSocket). It runs in
-//     its own session, so containers keep running when the agent stops;
-//     a restarted agent adopts them from the state on disk, and attaches
-//     to them through their shims.
+//     privileges and execs the command (see launch and forkChild). It
+//     copies the container's stdout and stderr into the CRI log file,
+//     and records its exit in the container's state file. It holds the
+//     container's stdin when the container has one, and its terminal
+//     when it has a tty, and serves attached clients on a socket in the
+//     container's directory (see AttachSocket), where the agent also
+//     asks it to reopen the log file after a rotation. It runs in its
+//     own session and ignores the signals of a stop, so containers keep
+//     running when the agent stops; a restarted agent adopts them from
+//     the state on disk, and attaches to them through their shims.
 //   - the exec helper runs a command in a running container (ExecSync)
 //     after joining its namespaces and cgroups.
 //
