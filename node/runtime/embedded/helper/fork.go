@@ -205,8 +205,8 @@ func forkChild1(p *childPlan) (pid int, err syscall.Errno) {
 	// The child.
 	afterForkInChild()
 	// What the shim ignores, the command gets at its default.
-	for index = 0; index < len(shimIgnoredSignals); index++ {
-		if _, _, errno = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(shimIgnoredSignals[index]), uintptr(unsafe.Pointer(&p.sigDefault)), 0, 8, 0, 0); errno != 0 {
+	for index = 0; index < len(resetSignals); index++ {
+		if _, _, errno = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(resetSignals[index]), uintptr(unsafe.Pointer(&p.sigDefault)), 0, 8, 0, 0); errno != 0 {
 			step = stepSignals
 			goto childFailed
 		}
@@ -345,8 +345,8 @@ func (f childFailure) describe(sp *Spec) error {
 	}
 	switch f[0] {
 	case stepSignals:
-		if index < len(shimIgnoredSignals) {
-			return fmt.Errorf("setting %v back to its default action: %w", shimIgnoredSignals[index], errno)
+		if index < len(resetSignals) {
+			return fmt.Errorf("setting %v back to its default action: %w", resetSignals[index], errno)
 		}
 		return fmt.Errorf("setting the signals back to their defaults: %w", errno)
 	case stepCgroup:

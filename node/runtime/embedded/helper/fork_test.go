@@ -2,6 +2,8 @@ package helper
 
 import (
 	"encoding/binary"
+	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +19,22 @@ func TestOnlyPathsInProcAreLeftToTheChild(t *testing.T) {
 	}
 }
 
+func TestIgnoredSignalsAreReadFromTheKernel(t *testing.T) {
+	signal.Ignore(syscall.SIGUSR2)
+	defer signal.Reset(syscall.SIGUSR2)
+	sigs, err := ignoredSignals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(sigs, syscall.SIGUSR2) || slices.Contains(sigs, syscall.SIGKILL) {
+		t.Errorf("ignoredSignals = %v, want SIGUSR2 and not SIGKILL", sigs)
+	}
+}
+
 func TestChildFailuresNameTheirStepAndPath(t *testing.T) {
+	saved := resetSignals
+	resetSignals = shimIgnoredSignals[:]
+	defer func() { resetSignals = saved }()
 	sp := &Spec{
 		Args:          []string{"/app/server"},
 		MaskedPaths:   []string{"/sys/firmware", "/proc/kcore", "/proc/keys"},

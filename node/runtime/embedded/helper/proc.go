@@ -2,6 +2,7 @@ package helper
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -52,4 +53,31 @@ func ExitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// ignoredSignals returns the signals the calling process ignores, from
+// the SigIgn mask in /proc/self/status.
+func ignoredSignals() ([]syscall.Signal, error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		v, ok := strings.CutPrefix(line, "SigIgn:")
+		if !ok {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("helper: malformed SigIgn in /proc/self/status: %w", err)
+		}
+		var sigs []syscall.Signal
+		for i := range 64 {
+			if mask&(1<<i) != 0 {
+				sigs = append(sigs, syscall.Signal(i+1))
+			}
+		}
+		return sigs, nil
+	}
+	return nil, errors.New("helper: no SigIgn in /proc/self/status")
 }

@@ -21,9 +21,14 @@ type shimReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// shimIgnoredSignals are the signals the shim ignores. Its child would
-// inherit them ignored through its exec, so it sets them back.
+// shimIgnoredSignals are the signals the shim ignores.
 var shimIgnoredSignals = [...]syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGUSR1}
+
+// resetSignals are the signals the container's process sets back to
+// their defaults before its exec, which would keep them ignored: the
+// shim's own, and any it inherited ignored from whoever started the
+// agent. Set once, before the shim starts a container.
+var resetSignals []syscall.Signal
 
 // copyDrain bounds how long the shim waits for the output pipes to close
 // after the container's init died (the kernel kills the rest of its PID
@@ -90,6 +95,11 @@ func (s *shim) run() error {
 	// back to their defaults before its exec (see forkChild).
 	for _, sig := range shimIgnoredSignals {
 		signal.Ignore(sig)
+	}
+	var err error
+	if resetSignals, err = ignoredSignals(); err != nil {
+		fmt.Fprintln(os.Stderr, "shim:", err)
+		resetSignals = shimIgnoredSignals[:]
 	}
 
 	start, _ := ProcStartTime(os.Getpid())
