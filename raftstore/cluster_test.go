@@ -154,9 +154,21 @@ func (c *testCluster) waitLeader() int {
 	return -1
 }
 
-// stop shuts replica i down, as a crash would (its data dir stays).
+// stop shuts replica i down gracefully (its data dir stays).
 func (c *testCluster) stop(i int) {
 	c.servers[i].Close()
+	c.servers[i] = nil
+}
+
+// crash stops replica i as its peers see a killed process: its peer port
+// refuses at once and its Raft falls silent, with no leadership hand-off.
+func (c *testCluster) crash(i int) {
+	s := c.servers[i]
+	s.mux.Close()
+	if err := s.raft.Shutdown().Error(); err != nil {
+		c.t.Fatal(err)
+	}
+	s.Close()
 	c.servers[i] = nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"cairn/internal/pki"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -616,5 +617,71 @@ func putRetrying(t *testing.T, cli *clientv3.Client, key, value string) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Raft never answers an entry still queued for its leader loop when it
+// shuts down; Close and every writer must return all the same.
+func TestCloseReturnsWhileWritesAreQueued(t *testing.T) {
+	c := newTestCluster(t, 1)
+	s := c.servers[c.waitLeader()]
+	data, err := encodeCommand(cmdPut, &pb.PutRequest{Key: []byte("q"), Value: []byte("v")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writers sync.WaitGroup
+	var applied atomic.Int64
+	for range 128 {
+		writers.Go(func() {
+			for {
+				if _, err, _ := s.applyLocal(context.Background(), data); err != nil {
+					return
+				}
+				applied.Add(1)
+			}
+		})
+	}
+	waitFor(t, func() bool { return applied.Load() > 500 })
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		writers.Wait()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close or a writer hung on an entry Raft never answered")
+	}
+}
+
+// A leader that stops gracefully hands leadership to a follower first, so
+// the cluster has a leader again long before the followers would have
+// noticed the silence (or the refused port).
+func TestStoppingLeaderHandsLeadershipOver(t *testing.T) {
+	const timeout = 4 * time.Second
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.HeartbeatTimeout, cfg.ElectionTimeout = timeout, timeout })
+	old := c.waitLeader()
+	s := c.servers[old]
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	for {
+		for i, r := range c.servers {
+			if i != old && r.IsLeader() {
+				took := time.Since(start)
+				t.Logf("replica %d leads %v after the leader began to stop", i, took.Round(time.Millisecond))
+				if took > timeout/8 {
+					t.Fatalf("a new leader took %v; the leader did not hand over", took)
+				}
+				<-closed
+				c.servers[old] = nil
+				return
+			}
+		}
+		if time.Since(start) > timeout/4 {
+			t.Fatalf("no new leader %v after the leader began to stop", time.Since(start))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -171,7 +171,7 @@ func TestStoppedLeaderIsReplacedBeforeTheHeartbeatTimeout(t *testing.T) {
 	})
 
 	start := time.Now()
-	c.stop(old)
+	c.crash(old)
 	c.waitLeader()
 	if took := time.Since(start); took >= timeout {
 		t.Fatalf("a new leader took %v after the leader stopped; the followers waited out the %v heartbeat timeout", took, timeout)

@@ -74,7 +74,7 @@ func (s *Server) establishLeadership(ctx context.Context) {
 	for ctx.Err() == nil {
 		data, _ := encodeCommand(cmdLeaderBarrier, &pb.RequestHeader{ID: s.meta.MemberID})
 		f := s.raft.Apply(data, s.cfg.RequestTimeout)
-		if err := f.Error(); err != nil {
+		if err := s.awaitApplied(f); err != nil {
 			if s.raft.State() != raft.Leader {
 				return
 			}

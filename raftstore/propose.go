@@ -95,7 +95,7 @@ func (s *Server) applyLocal(ctx context.Context, data []byte) (resp proto.Messag
 
 // applyResult waits for an applied entry and unpacks the FSM's answer.
 func (s *Server) applyResult(f raft.ApplyFuture) (resp proto.Message, err error, retry bool) {
-	if err := f.Error(); err != nil {
+	if err := s.awaitApplied(f); err != nil {
 		s.metrics.proposalsFailed.Inc()
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
@@ -115,6 +115,26 @@ func (s *Server) applyResult(f raft.ApplyFuture) (resp proto.Message, err error,
 		return nil, fmt.Errorf("raftstore: no apply result"), false
 	}
 	return res.resp, res.err, false
+}
+
+// awaitApplied waits for f, or until this replica's Raft has shut down:
+// Raft never answers an entry still queued for its leader loop when it
+// stops (hashicorp/raft#498; BatchApplyCh makes that queue a buffer).
+func (s *Server) awaitApplied(f raft.Future) error {
+	answered := make(chan error, 1)
+	go func() { answered <- f.Error() }()
+	select {
+	case err := <-answered:
+		return err
+	case <-s.raftDown:
+		// An answer given just before the shutdown still wins.
+		select {
+		case err := <-answered:
+			return err
+		case <-time.After(10 * time.Millisecond):
+			return raft.ErrRaftShutdown
+		}
+	}
 }
 
 var errLeaderChanged = status.Error(codes.Unavailable, "etcdserver: leader changed")

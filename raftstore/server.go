@@ -54,6 +54,7 @@ type Server struct {
 	lead      *Leadership // set once this replica's barrier applied; nil otherwise
 	raftLog   hclog.Logger
 	removed   chan struct{}
+	raftDown  chan struct{} // closed once Raft has shut down
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -67,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal(), removed: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.Name), leaderSig: newSignal(), removed: make(chan struct{}), raftDown: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.raftLog = newRaftLogger(s.log)
 	ok := false
@@ -442,6 +443,7 @@ func (s *Server) removedPerPeers(conf raft.Configuration) bool {
 // Close stops serving and shuts Raft down. It is safe to call twice.
 func (s *Server) Close() error {
 	s.stop.Do(func() {
+		s.handOffLeadership()
 		s.ready.Store(false)
 		s.cancel()
 		// Refuse peers at once: a follower whose forwarded-write
@@ -461,6 +463,7 @@ func (s *Server) Close() error {
 				s.log.Warn("raft shutdown", "err", err)
 			}
 		}
+		close(s.raftDown)
 		if s.trans != nil {
 			s.trans.Close()
 		}
@@ -470,6 +473,46 @@ func (s *Server) Close() error {
 		}
 	})
 	return nil
+}
+
+// handOffLeadership asks the most up-to-date follower to take over before
+// a leader stops, as etcd does: the cluster has a new leader within a
+// round trip instead of after the followers' heartbeat timeout. Raft gives
+// up on a follower that does not take over within the election timeout.
+func (s *Server) handOffLeadership() {
+	if s.raft == nil || s.raft.State() != raft.Leader || !s.hasOtherVoter() {
+		return
+	}
+	start := time.Now()
+	f := s.raft.LeadershipTransfer()
+	answered := make(chan error, 1)
+	go func() { answered <- f.Error() }()
+	select {
+	case err := <-answered:
+		if err != nil {
+			s.log.Warn("stopping without handing leadership over", "err", err)
+			return
+		}
+		to, _ := s.raft.LeaderWithID()
+		s.log.Info("handed leadership over before stopping", "to", string(to), "took", time.Since(start).Round(time.Millisecond))
+	case <-time.After(2 * s.cfg.ElectionTimeout):
+		s.log.Warn("stopping without handing leadership over: no follower took it in time")
+	}
+}
+
+// hasOtherVoter reports whether a voter besides this replica exists.
+func (s *Server) hasOtherVoter() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	self := raft.ServerID(memberIDString(s.meta.MemberID))
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter && srv.ID != self {
+			return true
+		}
+	}
+	return false
 }
 
 // stopGRPC stops gracefully, but never waits long for streams (watches)
