@@ -46,7 +46,10 @@ type fsm struct {
 
 	applied atomic.Uint64
 	waiter  *indexWaiter
-	onApply func(t commandType, err error) // metrics hook, may be nil
+	// waitDurable holds an entry back until it is on this replica's disk
+	// (see leaderLog); nil when the log is written before Raft goes on.
+	waitDurable func(index uint64) error
+	onApply     func(t commandType, err error) // metrics hook, may be nil
 }
 
 type alarmKey struct {
@@ -88,6 +91,11 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 // applied must stop rather than diverge.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
+	if n := len(logs); n > 0 && f.waitDurable != nil {
+		if err := f.waitDurable(logs[n-1].Index); err != nil {
+			panic(fmt.Sprintf("raftstore: entry %d cannot be applied: %v", logs[n-1].Index, err))
+		}
+	}
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			out[i] = f.applyCommand(l)

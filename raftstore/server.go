@@ -257,7 +257,13 @@ func (s *Server) startRaft(bootstrap bool) error {
 		s.closers = append(s.closers, b)
 		logs, stable = b, b
 	}
-	cached, err := raft.NewLogCache(4096, logs)
+	ll, err := newLeaderLog(logs, s.logFailed)
+	if err != nil {
+		return fmt.Errorf("raftstore: opening raft log: %w", err)
+	}
+	s.closers = append(s.closers, ll) // closed before the store under it
+	s.fsm.waitDurable = ll.waitDurable
+	cached, err := raft.NewLogCache(4096, ll)
 	if err != nil {
 		return err
 	}
@@ -305,12 +311,22 @@ func (s *Server) startRaft(bootstrap bool) error {
 			return err
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, cached, stable, snaps, s.trans)
+	trans := &durableCommitTransport{NetworkTransport: s.trans, durable: ll.durableIndex}
+	r, err := raft.NewRaft(rc, s.fsm, cached, stable, snaps, trans)
 	if err != nil {
 		return fmt.Errorf("raftstore: starting raft: %w", err)
 	}
 	s.raft = r
+	ll.setLeaderCheck(func() bool { return r.State() == raft.Leader })
 	return nil
+}
+
+// logFailed stops the process when the Raft log cannot be written, as
+// etcd does: the entries already counted for a commit are not on this
+// disk, and a restart recovers from what is.
+func (s *Server) logFailed(err error) {
+	s.log.Error("the Raft log cannot be written; stopping", "err", err)
+	panic(err)
 }
 
 // memberIDString is the Raft server ID of a member: its ID in hex.

@@ -1,0 +1,198 @@
+package raftstore
+
+import (
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb"
+)
+
+// heldStore is a real Raft log store whose writes the test can hold back,
+// to look at leaderLog while its writer is on the disk.
+type heldStore struct {
+	raft.LogStore
+	hold    chan struct{} // a write waits for a token when non-nil
+	started chan struct{}
+}
+
+func (h *heldStore) StoreLogs(logs []*raft.Log) error {
+	if h.hold != nil {
+		h.started <- struct{}{}
+		<-h.hold
+	}
+	return h.LogStore.StoreLogs(logs)
+}
+
+func newHeldLog(t *testing.T) (*leaderLog, *heldStore, *raftboltdb.BoltStore) {
+	t.Helper()
+	b, err := raftboltdb.NewBoltStore(filepath.Join(t.TempDir(), "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	h := &heldStore{LogStore: b}
+	l, err := newLeaderLog(h, func(err error) { t.Errorf("writer failed: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, h, b
+}
+
+func entries(from, to uint64, typ raft.LogType) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, &raft.Log{Index: i, Term: 1, Type: typ, Data: []byte{byte(i)}})
+	}
+	return out
+}
+
+func TestLeaderLogReplicatesWhileItWrites(t *testing.T) {
+	l, h, disk := newHeldLog(t)
+	var leading atomic.Bool
+	l.setLeaderCheck(leading.Load)
+	if err := l.StoreLogs(entries(1, 2, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	if l.durableIndex() != 2 {
+		t.Fatalf("a follower's write returned before it was durable (durable %d)", l.durableIndex())
+	}
+
+	leading.Store(true)
+	h.hold, h.started = make(chan struct{}), make(chan struct{}, 1)
+	if err := l.StoreLogs(entries(3, 5, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	// The writer is on the disk: Raft must still see the entries, and
+	// nothing may count them as durable.
+	var got raft.Log
+	if err := l.GetLog(4, &got); err != nil || got.Data[0] != 4 {
+		t.Fatalf("GetLog(4) of a pending entry = %+v, %v", got, err)
+	}
+	if last, _ := l.LastIndex(); last != 5 {
+		t.Fatalf("LastIndex = %d, want 5 (pending entries count)", last)
+	}
+	if l.durableIndex() != 2 {
+		t.Fatalf("durable %d while the write is held, want 2", l.durableIndex())
+	}
+	if err := disk.GetLog(3, &got); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("entry 3 on disk before the writer wrote it: %v", err)
+	}
+	// Entries that queue meanwhile go in the writer's next batch.
+	if err := l.StoreLogs(entries(6, 6, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- l.waitDurable(6) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("waitDurable(6) returned %v before the write", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.hold <- struct{}{} // entries 3-5
+	<-h.started
+	h.hold <- struct{}{} // entry 6
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 6; i++ {
+		if err := disk.GetLog(i, &got); err != nil || got.Index != i {
+			t.Fatalf("entry %d on disk: %+v, %v", i, got, err)
+		}
+	}
+}
+
+// A configuration entry, and every cut of the log, first waits for the
+// entries before it: the log on disk never has a hole or an old tail.
+func TestLeaderLogKeepsOrderForConfigurationsAndCuts(t *testing.T) {
+	l, h, disk := newHeldLog(t)
+	l.setLeaderCheck(func() bool { return true })
+	h.hold, h.started = make(chan struct{}), make(chan struct{}, 1)
+	if err := l.StoreLogs(entries(1, 3, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	stored := make(chan error, 1)
+	go func() { stored <- l.StoreLogs(entries(4, 4, raft.LogConfiguration)) }()
+	select {
+	case err := <-stored:
+		t.Fatalf("a configuration entry was stored (%v) before the entries it follows", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.hold <- struct{}{} // 1-3
+	<-h.started
+	h.hold <- struct{}{} // 4, written before StoreLogs returns
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	if l.durableIndex() != 4 {
+		t.Fatalf("durable %d after a configuration entry, want 4", l.durableIndex())
+	}
+
+	h.hold = nil
+	if err := l.StoreLogs(entries(5, 6, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	// A new leader's entries replace 5-6: the cut waits for them to be
+	// written, and durable goes back to what stays.
+	if err := l.DeleteRange(5, 6); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := disk.LastIndex(); last != 4 {
+		t.Fatalf("last index on disk after the cut = %d, want 4", last)
+	}
+	if l.durableIndex() != 4 {
+		t.Fatalf("durable %d after cutting 5-6, want 4", l.durableIndex())
+	}
+}
+
+func TestLeaderLogStopsOnAWriteFailure(t *testing.T) {
+	b, err := raftboltdb.NewBoltStore(filepath.Join(t.TempDir(), "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	l, err := newLeaderLog(b, func(err error) { failed <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.setLeaderCheck(func() bool { return true })
+	b.Close() // every write now fails
+	if err := l.StoreLogs(entries(1, 1, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		t.Logf("writer: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a failed write did not stop the writer")
+	}
+	if err := l.waitDurable(1); err == nil {
+		t.Fatal("waitDurable succeeded for an entry that was never written")
+	}
+	if err := l.StoreLogs(entries(2, 2, raft.LogCommand)); err == nil {
+		t.Fatal("StoreLogs accepted entries after the log failed")
+	}
+}
+
+func TestFollowersLearnOnlyDurableCommits(t *testing.T) {
+	durable := uint64(7)
+	tr := &durableCommitTransport{durable: func() uint64 { return durable }}
+	req := &raft.AppendEntriesRequest{LeaderCommitIndex: 9, Entries: entries(8, 9, raft.LogCommand)}
+	out := tr.clamp(req)
+	if out.LeaderCommitIndex != 7 || len(out.Entries) != 2 {
+		t.Fatalf("clamped request: commit %d, %d entries; want 7, 2", out.LeaderCommitIndex, len(out.Entries))
+	}
+	if req.LeaderCommitIndex != 9 {
+		t.Fatal("clamp changed Raft's own request")
+	}
+	durable = 9
+	if tr.clamp(req) != req {
+		t.Fatal("a durable commit index was changed")
+	}
+}
