@@ -24,15 +24,15 @@ import (
 // machine was thus never seen by anyone. Configuration entries, and every
 // write while this replica follows, go to disk before StoreLogs returns.
 type leaderLog struct {
-	store    raft.LogStore
-	isLeader func() bool // set once Raft runs; nil before
+	store    raft.LogStore // guarded by mu
+	isLeader func() bool   // set once Raft runs; nil before
 
 	mu       sync.Mutex
 	cond     *sync.Cond    // broadcast on every change below
 	pending  []*raft.Log   // handed to the writer, not yet durable; contiguous
 	durable  uint64        // every entry up to this index is on disk
 	writing  bool          // the writer holds entries taken from pending
-	closed   bool          //
+	closed   bool          // Close was called
 	err      error         // the writer's failure; fatal
 	lastSeen atomic.Uint64 // durable, for lock-free readers
 	done     chan struct{} // closed when the writer has stopped
@@ -89,8 +89,9 @@ func (l *leaderLog) GetLog(index uint64, out *raft.Log) error {
 		l.mu.Unlock()
 		return nil
 	}
+	store := l.store
 	l.mu.Unlock()
-	return l.store.GetLog(index, out)
+	return store.GetLog(index, out)
 }
 
 func (l *leaderLog) StoreLog(log *raft.Log) error {
@@ -188,10 +189,10 @@ func (l *leaderLog) writer() {
 		if len(l.pending) == 0 {
 			return
 		}
-		batch := l.pending
+		batch, store := l.pending, l.store
 		l.writing = true
 		l.mu.Unlock()
-		err := l.store.StoreLogs(batch)
+		err := store.StoreLogs(batch)
 		l.mu.Lock()
 		l.writing = false
 		if err != nil {

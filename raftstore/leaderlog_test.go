@@ -21,7 +21,10 @@ type heldStore struct {
 
 func (h *heldStore) StoreLogs(logs []*raft.Log) error {
 	if h.hold != nil {
-		h.started <- struct{}{}
+		select {
+		case h.started <- struct{}{}:
+		default:
+		}
 		<-h.hold
 	}
 	return h.LogStore.StoreLogs(logs)
@@ -195,4 +198,75 @@ func TestFollowersLearnOnlyDurableCommits(t *testing.T) {
 	if tr.clamp(req) != req {
 		t.Fatal("a durable commit index was changed")
 	}
+}
+
+// On a real cluster: while the leader's own write of an entry is held,
+// the followers hold the entry and Raft counts it committed, yet the
+// client gets no answer and no follower applies it.
+func TestNothingActsOnACommitTheLeadersDiskLacks(t *testing.T) {
+	c := newTestCluster(t, 3)
+	li := c.waitLeader()
+	s := c.servers[li]
+	cli := c.client(li)
+	if _, err := cli.Put(ctxT(t), "warm", "up"); err != nil {
+		t.Fatal(err)
+	}
+	h := &heldStore{hold: make(chan struct{}), started: make(chan struct{}, 1)}
+	ll := s.leaderLog
+	ll.mu.Lock()
+	h.LogStore, ll.store = ll.store, h
+	ll.mu.Unlock()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(h.hold)
+		}
+	}
+	defer release()
+
+	before := s.raft.LastIndex()
+	put := make(chan error, 1)
+	go func() { _, err := cli.Put(ctxT(t), "held", "v"); put <- err }()
+	<-h.started
+	var idx uint64
+	waitFor(t, func() bool { idx = s.raft.LastIndex(); return idx > before })
+	waitFor(t, func() bool {
+		if s.raft.CommitIndex() < idx {
+			return false
+		}
+		for i, f := range c.servers {
+			if i != li && f.raft.LastIndex() < idx {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(20 * s.cfg.CommitTimeout) // several rounds of AppendEntries
+	for i, f := range c.servers {
+		if i != li && f.fsm.applied.Load() >= idx {
+			t.Fatalf("follower %d applied entry %d while the leader's disk lacks it", i, idx)
+		}
+	}
+	if s.fsm.applied.Load() >= idx {
+		t.Fatalf("the leader applied entry %d before it was on its disk", idx)
+	}
+	select {
+	case err := <-put:
+		t.Fatalf("the put was answered (%v) before the leader's disk held it", err)
+	default:
+	}
+
+	release()
+	if err := <-put; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, f := range c.servers {
+			if f.fsm.applied.Load() < idx {
+				return false
+			}
+		}
+		return true
+	})
 }

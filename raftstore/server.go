@@ -44,6 +44,7 @@ type Server struct {
 	closers   []io.Closer
 
 	metrics   *metrics
+	leaderLog *leaderLog
 	reads     *readIndexBatcher
 	forwarder *forwarder
 	hastener  *electionHastener
@@ -262,6 +263,7 @@ func (s *Server) startRaft(bootstrap bool) error {
 		return fmt.Errorf("raftstore: opening raft log: %w", err)
 	}
 	s.closers = append(s.closers, ll) // closed before the store under it
+	s.leaderLog = ll
 	s.fsm.waitDurable = ll.waitDurable
 	cached, err := raft.NewLogCache(4096, ll)
 	if err != nil {
