@@ -263,14 +263,54 @@ func (t *durableCommitTransport) AppendEntriesPipeline(id raft.ServerID, target 
 	if err != nil {
 		return nil, err
 	}
-	return &durableCommitPipeline{AppendPipeline: p, t: t}, nil
+	d := &durableCommitPipeline{AppendPipeline: p, t: t, out: make(chan raft.AppendFuture), stop: make(chan struct{})}
+	go d.forward()
+	return d, nil
 }
 
+// durableCommitPipeline also takes every answer off the pipeline as it
+// arrives. hashicorp/raft's pipeline hands answers over on an unbuffered
+// channel, and its reader stops at the first refusal or newer term while
+// the sender may still send once more: that send then waits for the
+// pipeline's decoder, which waits for the gone reader, and the leader's
+// replication (and its shutdown) hangs. A leader handing leadership over
+// meets a newer term every time.
 type durableCommitPipeline struct {
 	raft.AppendPipeline
-	t *durableCommitTransport
+	t         *durableCommitTransport
+	out       chan raft.AppendFuture
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 func (p *durableCommitPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	return p.AppendPipeline.AppendEntries(p.t.clamp(args), resp)
+}
+
+func (p *durableCommitPipeline) Consumer() <-chan raft.AppendFuture { return p.out }
+
+func (p *durableCommitPipeline) Close() error {
+	p.closeOnce.Do(func() { close(p.stop) })
+	return p.AppendPipeline.Close()
+}
+
+// forward queues answers until Raft reads them, so the decoder never waits.
+func (p *durableCommitPipeline) forward() {
+	in := p.AppendPipeline.Consumer()
+	var queue []raft.AppendFuture
+	for {
+		var out chan raft.AppendFuture
+		var next raft.AppendFuture
+		if len(queue) > 0 {
+			out, next = p.out, queue[0]
+		}
+		select {
+		case f := <-in:
+			queue = append(queue, f)
+		case out <- next:
+			queue = queue[1:]
+		case <-p.stop:
+			return
+		}
+	}
 }

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"errors"
+	"io"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -269,4 +270,58 @@ func TestNothingActsOnACommitTheLeadersDiskLacks(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// Raft stops reading a pipeline's answers at the first refusal or newer
+// term, and may send once more before it notices: that send must not wait
+// for a reader that is gone.
+func TestPipelineSendsDoNotWaitForAGoneReader(t *testing.T) {
+	follower, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	go func() {
+		for rpc := range follower.Consumer() {
+			rpc.Respond(&raft.AppendEntriesResponse{Term: 2, Success: false}, nil)
+		}
+	}()
+	leader, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Close()
+	tr := &durableCommitTransport{NetworkTransport: leader, durable: func() uint64 { return 0 }}
+	p, err := tr.AppendEntriesPipeline("f", follower.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sent := make(chan error, 1)
+	go func() {
+		// Nobody reads p.Consumer(), as after Raft's reader stopped.
+		for range 4 {
+			if _, err := p.AppendEntries(&raft.AppendEntriesRequest{Term: 1}, new(raft.AppendEntriesResponse)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a pipeline send waited for an answer reader that is gone")
+	}
+	select {
+	case f := <-p.Consumer():
+		if f.Response().Term != 2 {
+			t.Fatalf("first answer: %+v", f.Response())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued answers were lost")
+	}
 }
