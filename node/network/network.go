@@ -17,6 +17,7 @@ import (
 	"cairn/internal/nsthread"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -63,8 +64,13 @@ type Network struct {
 	log     *slog.Logger
 	ipam    ipam
 
-	mu      sync.Mutex
-	h       *netlink.Handle
+	mu sync.Mutex
+	h  *netlink.Handle
+	// rt is a route netlink socket in the node's namespace, for the
+	// requests netlink.Handle cannot make; brIndex caches the bridge's
+	// interface index, 0 if unknown.
+	rt      *nl.SocketHandle
+	brIndex int
 	podCIDR netip.Prefix
 }
 
@@ -96,7 +102,12 @@ func New(cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.h = h
+	rt, err := routeSocketAt(cfg.NetNS)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	n.h, n.rt = h, rt
 	cidr := cfg.PodCIDR
 	if cidr == "" {
 		if raw, err := os.ReadFile(filepath.Join(cfg.StateDir, "podcidr")); err == nil {
@@ -105,7 +116,7 @@ func New(cfg Config) (*Network, error) {
 	}
 	if cidr != "" {
 		if err := n.SetPodCIDR(cidr); err != nil {
-			h.Close()
+			n.Close()
 			return nil, err
 		}
 	}
@@ -113,10 +124,11 @@ func New(cfg Config) (*Network, error) {
 }
 
 // handleAt opens a netlink handle in the namespace at path, or in the
-// caller's for an empty path.
+// caller's for an empty path. It has a route socket only: by default a
+// handle opens one per netlink family, and nothing here needs the others.
 func handleAt(path string) (*netlink.Handle, error) {
 	if path == "" {
-		h, err := netlink.NewHandle()
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			return nil, fmt.Errorf("network: netlink: %w", err)
 		}
@@ -127,11 +139,30 @@ func handleAt(path string) (*netlink.Handle, error) {
 		return nil, fmt.Errorf("network: opening netns %s: %w", path, err)
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("network: netlink in %s: %w", path, err)
 	}
 	return h, nil
+}
+
+// routeSocketAt opens a route netlink socket in the namespace at path,
+// or in the caller's for an empty path.
+func routeSocketAt(path string) (*nl.SocketHandle, error) {
+	target := netns.None()
+	if path != "" {
+		ns, err := netns.GetFromPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("network: opening netns %s: %w", path, err)
+		}
+		defer ns.Close()
+		target = ns
+	}
+	s, err := nl.GetNetlinkSocketAt(target, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("network: netlink in %q: %w", path, err)
+	}
+	return &nl.SocketHandle{Socket: s}, nil
 }
 
 // Close releases the netlink handle; what was set up stays.
@@ -140,7 +171,8 @@ func (n *Network) Close() {
 	defer n.mu.Unlock()
 	if n.h != nil {
 		n.h.Close()
-		n.h = nil
+		n.rt.Close()
+		n.h, n.rt = nil, nil
 	}
 }
 
@@ -221,6 +253,7 @@ func (n *Network) ensureBridge(prefix netip.Prefix) error {
 	if _, ok := br.(*netlink.Bridge); !ok {
 		return fmt.Errorf("network: %s exists and is a %s, not a bridge: remove it or choose another bridge name", n.cfg.Bridge, br.Type())
 	}
+	n.brIndex = br.Attrs().Index
 	want := ipNet(netip.PrefixFrom(gateway(prefix), prefix.Bits()))
 	addrs, err := n.h.AddrList(br, netlink.FAMILY_V4)
 	if err != nil {
@@ -287,7 +320,8 @@ func (n *Network) Attach(sandboxID, netnsPath string) (netip.Addr, error) {
 }
 
 // lockedAttach allocates the sandbox's address and makes its veth; host
-// is the node side's name, to wait for, or "" if it was attached before.
+// is the node side's name, to wait for, or "" if it is up already or was
+// attached before.
 func (n *Network) lockedAttach(sandboxID, netnsPath string) (addr netip.Addr, host string, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -309,48 +343,89 @@ func (n *Network) lockedAttach(sandboxID, netnsPath string) (addr netip.Addr, ho
 }
 
 func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host string, err error) {
-	br, err := n.h.LinkByName(n.cfg.Bridge)
-	if err != nil {
-		return "", fmt.Errorf("network: bridge %s: %w", n.cfg.Bridge, err)
-	}
 	podNS, err := netns.GetFromPath(netnsPath)
 	if err != nil {
 		return "", fmt.Errorf("network: opening netns %s: %w", netnsPath, err)
 	}
 	defer podNS.Close()
-	pod, err := netlink.NewHandleAt(podNS)
+	// Only a route socket: a handle opens one per netlink family.
+	pod, err := netlink.NewHandleAt(podNS, unix.NETLINK_ROUTE)
 	if err != nil {
 		return "", fmt.Errorf("network: netlink in %s: %w", netnsPath, err)
 	}
 	defer pod.Close()
-	if _, err := pod.LinkByName("eth0"); err == nil {
-		return "", nil // attached before a restart, or by an earlier call
-	}
 	host = vethName(vethPrefix, sandboxID)
-	if old, err := n.h.LinkByName(host); err == nil {
-		n.h.LinkDel(old) // half made by a failed attempt
+	// Every netlink call saved is kernel work saved in a burst of pod
+	// starts: the veth is made in one request, up and in the bridge,
+	// with its pod end already named eth0 in the pod's namespace. Only when
+	// that fails are the leftovers of an earlier attempt looked for.
+	err = n.addVeth(host, podNS)
+	if errors.Is(err, unix.EEXIST) {
+		if _, err := pod.LinkByName("eth0"); err == nil {
+			return "", nil // attached before a restart, or by an earlier call
+		}
+		if old, err := n.h.LinkByName(host); err == nil {
+			n.h.LinkDel(old) // half made by a failed attempt
+		}
+		err = n.addVeth(host, podNS)
 	}
-	// The veth is made up, with its pod end already named eth0 in the
-	// pod's namespace: every netlink call saved is kernel work saved in
-	// a burst of pod starts.
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.MTU, attrs.Flags = host, n.cfg.MTU, net.FlagUp
-	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(podNS))}
-	if err := n.h.LinkAdd(veth); err != nil {
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
+		// The bridge may have been made again since its index was read.
+		n.brIndex = 0
+		err = n.addVeth(host, podNS)
+	}
+	if err != nil {
 		return "", fmt.Errorf("network: creating veth %s: %w", host, err)
 	}
-	if err := n.h.LinkSetMaster(veth, br); err != nil {
-		return "", fmt.Errorf("network: attaching %s to %s: %w", host, n.cfg.Bridge, err)
+	if err := configurePod(pod, netip.PrefixFrom(addr, n.podCIDR.Bits()), gateway(n.podCIDR)); err != nil {
+		return "", err
+	}
+	veth, err := n.h.LinkByName(host)
+	if err != nil {
+		return "", fmt.Errorf("network: %w", err)
 	}
 	// Hairpin lets a pod reach itself through a Service address that
 	// the proxy resolves to the pod's own IP.
 	if err := n.h.LinkSetHairpin(veth, true); err != nil {
 		return "", fmt.Errorf("network: hairpin on %s: %w", host, err)
 	}
-	if err := configurePod(pod, netip.PrefixFrom(addr, n.podCIDR.Bits()), gateway(n.podCIDR)); err != nil {
-		return "", err
+	if veth.Attrs().OperState == netlink.OperUp {
+		return "", nil // nothing to wait for
 	}
 	return host, nil
+}
+
+// addVeth makes the veth host, up and in the bridge, whose peer is eth0
+// in the namespace podNS: one request where netlink.Handle makes three
+// (the veth, a lookup of its index, its master).
+func (n *Network) addVeth(host string, podNS netns.NsHandle) error {
+	if n.brIndex == 0 {
+		br, err := n.h.LinkByName(n.cfg.Bridge)
+		if err != nil {
+			return fmt.Errorf("bridge %s: %w", n.cfg.Bridge, err)
+		}
+		n.brIndex = br.Attrs().Index
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: n.rt}
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(host)))
+	req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(n.cfg.MTU))))
+	req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(n.brIndex))))
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
+	peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
+	// The peer cannot be made up here: the kernel opens it before it
+	// is paired (ENOTCONN).
+	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
+	peer.AddRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("eth0"))
+	peer.AddRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(n.cfg.MTU)))
+	peer.AddRtAttr(unix.IFLA_NET_NS_FD, nl.Uint32Attr(uint32(podNS)))
+	req.AddData(info)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }
 
 // linkUpTimeout bounds the wait for a new veth to come up.
@@ -390,10 +465,10 @@ func configurePod(pod *netlink.Handle, addr netip.Prefix, gw netip.Addr) error {
 	if err := pod.LinkSetUp(link); err != nil {
 		return fmt.Errorf("network: %w", err)
 	}
-	if lo, err := pod.LinkByName("lo"); err == nil {
-		if err := pod.LinkSetUp(lo); err != nil {
-			return fmt.Errorf("network: %w", err)
-		}
+	// lo has the same index in every namespace: no need to look it up.
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: loopbackIndex}}
+	if err := pod.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("network: %w", err)
 	}
 	route := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw.AsSlice(), Dst: nil}
 	if err := pod.RouteReplace(route); err != nil {
@@ -401,6 +476,10 @@ func configurePod(pod *netlink.Handle, addr netip.Prefix, gw netip.Addr) error {
 	}
 	return nil
 }
+
+// loopbackIndex is the interface index of lo in every network
+// namespace (the kernel's LOOPBACK_IFINDEX).
+const loopbackIndex = 1
 
 // Detach removes a sandbox's veth and frees its address. It is
 // idempotent, and works after the namespace is gone.

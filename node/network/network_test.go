@@ -412,3 +412,57 @@ func TestConcurrentAttachesGetDistinctWorkingAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachRecoversFromLeftovers attaches over what a failed attempt
+// leaves (a node-side veth without its pod end), and after the bridge
+// was made again behind the network's back: the single request of the
+// fast path fails in both cases, and the slow path must finish the job.
+func TestAttachRecoversFromLeftovers(t *testing.T) {
+	requireNetAdmin(t)
+	node := newTestNode(t, "a", "10.98.1.0/24")
+	h, err := handleAt(node.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	stale := netlink.NewLinkAttrs()
+	stale.Name = vethName(vethPrefix, "sandbox-1")
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: stale, PeerName: "stale0"}); err != nil {
+		t.Fatal(err)
+	}
+	node.pod(t, "sandbox-1")
+
+	// The bridge is replaced by another under the same name, with
+	// another index.
+	old, err := h.LinkByName(DefaultBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkDel(old); err != nil {
+		t.Fatal(err)
+	}
+	br := netlink.NewLinkAttrs()
+	br.Name, br.Flags = DefaultBridge, net.FlagUp
+	if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: br}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := h.LinkByName(DefaultBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns2, ip2 := node.pod(t, "sandbox-2")
+	ns3, _ := node.pod(t, "sandbox-3")
+	for _, id := range []string{"sandbox-2", "sandbox-3"} {
+		l, err := h.LinkByName(vethName(vethPrefix, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Attrs().MasterIndex != now.Attrs().Index {
+			t.Errorf("%s's veth has master %d, want the new bridge %d", id, l.Attrs().MasterIndex, now.Attrs().Index)
+		}
+	}
+	target := echoServer(t, ns2, ip2)
+	if _, err := dialFrom(ns3, target); err != nil {
+		t.Errorf("sandbox-3 → sandbox-2 on the new bridge: %v", err)
+	}
+}
