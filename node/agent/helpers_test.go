@@ -76,6 +76,9 @@ func embeddedConfig(t testing.TB) agent.Config {
 	if err := network.NewNetNS(netns); err != nil {
 		privtest.Unavailable(t, "cannot create a network namespace: %v", err)
 	}
+	// Unmounted even if the node never starts, or the temporary
+	// directory could not be removed.
+	t.Cleanup(func() { network.RemoveNetNS(netns) })
 	dataDir := filepath.Join(dir, "agent")
 	store, err := images.Open(images.Config{Dir: images.Dir(dataDir)})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,50 @@ func TestReopenContainerLogAfterRotation(t *testing.T) {
 	e.rt.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: id})
 	if _, err := e.rt.ReopenContainerLog(e.ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err == nil {
 		t.Error("ReopenContainerLog of a stopped container succeeded")
+	}
+}
+
+// TestReopenContainerLogWithoutAnAttachSocket covers the shims the agent
+// cannot ask over an attach socket: one that could not make its socket
+// reopens its log on SIGUSR1, as shims from before the socket do, and
+// one whose socket went away later fails at once with an error that
+// says what to do, instead of after a timeout.
+func TestReopenContainerLogWithoutAnAttachSocket(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("logs")
+	ticker := container("ticker", "sh", "-c", "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.05; done")
+
+	// A directory in the socket's place, which the shim cannot remove.
+	id := e.create(sb, ticker)
+	dir := e.rt.containerDir(id)
+	if err := os.MkdirAll(filepath.Join(dir, helper.AttachSocket, "taken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.StartContainer(e.ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	logPath := e.status(id).LogPath
+	e.waitLog(logPath, "tick 2", 5*time.Second)
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.ReopenContainerLog(e.ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
+		t.Fatalf("reopen through SIGUSR1: %v", err)
+	}
+	e.waitLog(logPath, "tick", 5*time.Second)
+
+	// A socket removed after the start.
+	id2 := e.start(sb, container("ticker2", "sh", "-c", "exec sleep 3600"))
+	if err := os.Remove(filepath.Join(e.rt.containerDir(id2), helper.AttachSocket)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := e.rt.ReopenContainerLog(e.ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id2})
+	if err == nil || !strings.Contains(err.Error(), "restart the container") {
+		t.Errorf("ReopenContainerLog without the socket = %v, want an error saying to restart the container", err)
+	}
+	if took := time.Since(start); took > reopenTimeout/2 {
+		t.Errorf("ReopenContainerLog without the socket took %v, want an answer at once", took)
 	}
 }
 

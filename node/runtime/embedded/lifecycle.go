@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -177,7 +178,12 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 		// reopens on SIGUSR1.
 	} else if !errors.Is(err, helper.ErrNoAttachSocket) {
 		return nil, fmt.Errorf("embedded: the shim of %s could not reopen its log: %w", c.ID, err)
+	} else if st.SocketReopenOnly {
+		return nil, fmt.Errorf("embedded: the shim of %s lost its attach socket %s, the only way to ask it to reopen its log: restart the container to rotate its log",
+			c.ID, filepath.Join(dir, helper.AttachSocket))
 	}
+	// Shims from before the socket, and those that could not make it,
+	// reopen on SIGUSR1.
 	if err := signalProcess(helper.State{PID: st.ShimPID, PIDStart: st.ShimStart}, syscall.SIGUSR1); err != nil {
 		return nil, fmt.Errorf("embedded: asking the shim of %s to reopen its log: %w", c.ID, err)
 	}

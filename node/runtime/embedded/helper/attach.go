@@ -161,8 +161,8 @@ type AttachConn struct {
 }
 
 // ErrNoAttachSocket is DialAttach's error when the container's
-// directory has no attach socket: its shim predates attach, or it has
-// exited.
+// directory has no attach socket, or nothing listens on it: its shim
+// predates attach, could not make the socket, or has exited.
 var ErrNoAttachSocket = errors.New("helper: the container's shim has no attach socket")
 
 // DialAttach connects to the shim of the container whose directory is
@@ -170,7 +170,7 @@ var ErrNoAttachSocket = errors.New("helper: the container's shim has no attach s
 // The shim's refusal is returned as an error with its reason.
 func DialAttach(ctx context.Context, dir string, h AttachHeader) (*AttachConn, error) {
 	conn, err := dialInDir(ctx, dir, AttachSocket)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ECONNREFUSED) {
 		return nil, ErrNoAttachSocket
 	}
 	if err != nil {

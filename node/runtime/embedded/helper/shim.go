@@ -128,18 +128,24 @@ func (s *shim) run() error {
 		}
 		return s.fail(err)
 	}
+	reopen := func() error {
+		if err := log.reopen(); err != nil {
+			return err
+		}
+		return s.saveState(func(st *State) { st.LogReopens++ })
+	}
 	var hub *attachHub
 	if ln != nil {
-		hub = newAttachHub(s.dir, &sp, ln, cio, func() error {
-			if err := log.reopen(); err != nil {
-				return err
-			}
-			return s.saveState(func(st *State) { st.LogReopens++ })
-		})
+		hub = newAttachHub(s.dir, &sp, ln, cio, reopen)
+	} else {
+		// The agent cannot ask over the socket: it signals, as it does
+		// the shims that predate the socket.
+		reopenOnSignal(reopen)
 	}
 	pidStart, _ := ProcStartTime(proc.Pid)
 	if err := s.saveState(func(st *State) {
 		st.PID, st.PIDStart, st.Running, st.StartedAt = proc.Pid, pidStart, true, time.Now().UnixNano()
+		st.SocketReopenOnly = ln != nil
 	}); err != nil {
 		proc.Kill()
 		ps, _ := proc.Wait()
@@ -182,6 +188,20 @@ func (s *shim) run() error {
 	// Attached clients learn of the exit once it is recorded.
 	hub.shutdown(code)
 	return err
+}
+
+// reopenOnSignal calls reopen on every SIGUSR1, which the shim otherwise
+// ignores.
+func reopenOnSignal(reopen func() error) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	go func() {
+		for range sigs {
+			if err := reopen(); err != nil {
+				fmt.Fprintln(os.Stderr, "shim: reopening the log:", err)
+			}
+		}
+	}()
 }
 
 // containerIO is the shim's side of the container's stdin, stdout and

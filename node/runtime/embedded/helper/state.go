@@ -80,6 +80,10 @@ type State struct {
 	// LogReopens counts the log reopens the shim did, so that the agent
 	// can wait for the one it asked for.
 	LogReopens int `json:"logReopens"`
+	// SocketReopenOnly says the shim reopens its log only when asked
+	// over its attach socket. It ignores SIGUSR1, which older shims
+	// reopen on, unless it could not make the socket.
+	SocketReopenOnly bool `json:"socketReopenOnly,omitempty"`
 }
 
 // Exit reasons of the CRI, as State.Reason.
