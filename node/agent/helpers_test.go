@@ -125,7 +125,7 @@ func startTestNode(t testing.TB, base agent.Config, replicas int) *testNode {
 
 // startTestNodeOn starts an agent of base on the running cluster c, and
 // gives its node the pod range cidr.
-func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, cidr string) *testNode {
+func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, cidr string, opts ...func(*agent.Config)) *testNode {
 	t.Helper()
 	replicas := c.Size()
 	n := &testNode{t: t, cluster: c, client: c.Client(0), netns: base.NetNS}
@@ -161,6 +161,9 @@ func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, ci
 		PodResyncInterval: 200 * time.Millisecond, SyncFrequency: time.Second, HousekeepingInterval: time.Second,
 		CrashLoopBackOff:    kubelet.BackoffConfig{Base: time.Second, Max: 4 * time.Second},
 		ContainerLogMaxSize: 64 << 10, ContainerLogMaxFiles: 3,
+	}
+	for _, opt := range opts {
+		opt(&n.cfg)
 	}
 	t.Cleanup(n.cleanup)
 	n.start()
