@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cairn/internal/nsthread"
@@ -64,13 +65,15 @@ type Network struct {
 	log     *slog.Logger
 	ipam    ipam
 
-	mu sync.Mutex
+	// mu is held to read the fields below, shared by attaches (see
+	// lockedAttach), exclusively by everything else.
+	mu sync.RWMutex
 	h  *netlink.Handle
 	// rt is a route netlink socket in the node's namespace, for the
 	// requests netlink.Handle cannot make; brIndex caches the bridge's
 	// interface index, 0 if unknown.
 	rt      *nl.SocketHandle
-	brIndex int
+	brIndex atomic.Int64
 	podCIDR netip.Prefix
 }
 
@@ -253,7 +256,7 @@ func (n *Network) ensureBridge(prefix netip.Prefix) error {
 	if _, ok := br.(*netlink.Bridge); !ok {
 		return fmt.Errorf("network: %s exists and is a %s, not a bridge: remove it or choose another bridge name", n.cfg.Bridge, br.Type())
 	}
-	n.brIndex = br.Attrs().Index
+	n.brIndex.Store(int64(br.Attrs().Index))
 	want := ipNet(netip.PrefixFrom(gateway(prefix), prefix.Bits()))
 	addrs, err := n.h.AddrList(br, netlink.FAMILY_V4)
 	if err != nil {
@@ -321,25 +324,35 @@ func (n *Network) Attach(sandboxID, netnsPath string) (netip.Addr, error) {
 
 // lockedAttach allocates the sandbox's address and makes its veth; host
 // is the node side's name, to wait for, or "" if it is up already or was
-// attached before.
+// attached before. Attaches share the lock: in a burst of pod starts on
+// a node, each would otherwise wait for all those before it, for many
+// times its own few milliseconds of CPU. What they share is safe to use
+// at once: the allocator has its own lock, the netlink handle one per
+// request, and each attach makes links of its own sandbox's names.
 func (n *Network) lockedAttach(sandboxID, netnsPath string) (addr netip.Addr, host string, err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	addr, host, err = n.sharedAttach(sandboxID, netnsPath)
+	n.mu.RUnlock()
+	if err != nil && addr.IsValid() {
+		n.Detach(sandboxID)
+		return netip.Addr{}, "", err
+	}
+	return addr, host, err
+}
+
+func (n *Network) sharedAttach(sandboxID, netnsPath string) (netip.Addr, string, error) {
 	if !n.podCIDR.IsValid() {
 		return netip.Addr{}, "", errors.New("network: the node has no pod CIDR yet")
 	}
 	if n.h == nil {
 		return netip.Addr{}, "", errors.New("network: closed")
 	}
-	addr, err = n.ipam.allocate(n.podCIDR, sandboxID)
+	addr, err := n.ipam.allocate(n.podCIDR, sandboxID)
 	if err != nil {
 		return netip.Addr{}, "", err
 	}
-	if host, err = n.attach(sandboxID, netnsPath, addr); err != nil {
-		n.unsafeDetach(sandboxID)
-		return netip.Addr{}, "", err
-	}
-	return addr, host, nil
+	host, err := n.attach(sandboxID, netnsPath, addr)
+	return addr, host, err
 }
 
 func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host string, err error) {
@@ -371,7 +384,7 @@ func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host str
 	}
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
 		// The bridge may have been made again since its index was read.
-		n.brIndex = 0
+		n.brIndex.Store(0)
 		err = n.addVeth(host, podNS)
 	}
 	if err != nil {
@@ -399,12 +412,14 @@ func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host str
 // in the namespace podNS: one request where netlink.Handle makes three
 // (the veth, a lookup of its index, its master).
 func (n *Network) addVeth(host string, podNS netns.NsHandle) error {
-	if n.brIndex == 0 {
+	brIndex := n.brIndex.Load()
+	if brIndex == 0 {
 		br, err := n.h.LinkByName(n.cfg.Bridge)
 		if err != nil {
 			return fmt.Errorf("bridge %s: %w", n.cfg.Bridge, err)
 		}
-		n.brIndex = br.Attrs().Index
+		brIndex = int64(br.Attrs().Index)
+		n.brIndex.Store(brIndex)
 	}
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: n.rt}
@@ -413,7 +428,7 @@ func (n *Network) addVeth(host string, podNS netns.NsHandle) error {
 	req.AddData(msg)
 	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(host)))
 	req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(n.cfg.MTU))))
-	req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(n.brIndex))))
+	req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(brIndex))))
 	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
 	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
 	peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
