@@ -51,7 +51,8 @@ func (s *Store) ensureUnpacked(ctx context.Context, imgs []Image) error {
 
 // withRootfs calls fn with the image ref names and the directory of its
 // unpacked root filesystem, unpacking it first if needed, while holding
-// the store lock shared and the image's lock exclusively.
+// the store lock shared, and the image's lock exclusively if it had to
+// look for an unpack.
 func (s *Store) withRootfs(ctx context.Context, ref string, fn func(Image, string) error) error {
 	// The shared store lock keeps blobs and unpacked trees from being
 	// collected while we read them and take the lease.
@@ -66,6 +67,12 @@ func (s *Store) withRootfs(ctx context.Context, ref string, fn func(Image, strin
 	}
 	id := strings.TrimPrefix(img.ID, "sha256:")
 	dir := s.path("rootfs", id)
+	// A tree appears whole (unpack renames it into place) and only goes
+	// under the store lock held exclusively: once it is there, the
+	// containers of an image need not queue on the image's lock.
+	if _, err := os.Stat(dir); err == nil {
+		return fn(img, dir)
+	}
 	unlockImage, err := flock(s.path("rootfs", id+".lock"), true)
 	if err != nil {
 		return err
