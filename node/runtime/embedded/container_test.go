@@ -33,6 +33,8 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		`echo caps=$(grep CapBnd /proc/self/status | cut -f2)`,
 		`echo sys=$(touch /sys/x 2>/dev/null && echo rw || echo ro)`,
 		`echo devnull=$(echo x > /dev/null && echo ok)`,
+		`echo devs=$(stat -c '%n:%F:%a:%t,%T' /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty)`,
+		`echo urandom=$(head -c 16 /dev/urandom | wc -c)`,
 		`echo eth0=$(cat /sys/class/net/eth0/operstate)`,
 		`echo root=$(touch /newfile && echo writable)`,
 		`echo keys=$(wc -c < /proc/keys)`,
@@ -76,6 +78,10 @@ func TestBusyboxContainerRunsAndLogs(t *testing.T) {
 		"stdout: caps=00000000a80425fb",
 		"stdout: sys=ro",
 		"stdout: devnull=ok",
+		"stdout: devs=/dev/null:character special file:666:1,3 /dev/zero:character special file:666:1,5 " +
+			"/dev/full:character special file:666:1,7 /dev/random:character special file:666:1,8 " +
+			"/dev/urandom:character special file:666:1,9 /dev/tty:character special file:666:5,0",
+		"stdout: urandom=16",
 		"stdout: eth0=up",
 		"stdout: root=writable",
 		// Masked and read-only kernel files.
