@@ -96,7 +96,7 @@ func (s *Server) leaderPeerConn(ctx context.Context) (*grpc.ClientConn, error) {
 			return nil, nil
 		}
 		changed := s.leaderSig.wait()
-		if addr, _ := s.raft.LeaderWithID(); addr != "" {
+		if addr, _ := s.leader(); addr != "" {
 			return s.peers.get(string(addr))
 		}
 		select {

@@ -83,7 +83,7 @@ func (f *forwarder) run() {
 func (f *forwarder) followLeader() {
 	for {
 		changed := f.s.leaderSig.wait()
-		addr, _ := f.s.raft.LeaderWithID()
+		addr, _ := f.s.leader()
 		f.closeConn(string(addr))
 		if addr != "" && f.s.raft.State() == raft.Follower {
 			ctx, cancel := context.WithTimeout(f.s.ctx, f.s.cfg.RequestTimeout)
@@ -220,7 +220,7 @@ func (f *forwarder) send(batch []*forwardReq, release func()) {
 		release()
 		return
 	}
-	addr, _ := f.s.raft.LeaderWithID()
+	addr, _ := f.s.leader()
 	if addr == "" || f.s.raft.State() == raft.Leader {
 		finish(forwardResult{retry: true})
 		return

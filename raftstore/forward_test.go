@@ -149,7 +149,7 @@ func TestForwardedWritesRedialAndRefuseOversizedBatches(t *testing.T) {
 // timeout, which is otherwise the least silence it waits, and then
 // returns to the configured timeouts.
 func TestStoppedLeaderIsReplacedBeforeTheHeartbeatTimeout(t *testing.T) {
-	const timeout = 2 * time.Second
+	const timeout = 3 * time.Second
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.HeartbeatTimeout, cfg.ElectionTimeout = timeout, timeout })
 	old := c.waitLeader()
 	var followers []*Server

@@ -46,7 +46,7 @@ func (s *Server) requireLeaderStreams(srv any, ss grpc.ServerStream, info *grpc.
 	if v := md.Get(rpctypes.MetadataRequireLeaderKey); len(v) == 0 || v[0] != rpctypes.MetadataHasLeader {
 		return handler(srv, ss)
 	}
-	if addr, _ := s.raft.LeaderWithID(); addr == "" {
+	if addr, _ := s.leader(); addr == "" {
 		return rpctypes.ErrGRPCNoLeader
 	}
 	ctx, cancel := context.WithCancel(ss.Context())
@@ -62,7 +62,7 @@ func (s *Server) requireLeaderStreams(srv any, ss grpc.ServerStream, info *grpc.
 				return
 			case <-t.C:
 			}
-			if addr, _ := s.raft.LeaderWithID(); addr != "" {
+			if addr, _ := s.leader(); addr != "" {
 				since = time.Time{}
 				continue
 			}

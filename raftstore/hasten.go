@@ -39,7 +39,7 @@ func (h *electionHastener) hastenedTimeout() time.Duration {
 // at addr broke without this side closing it.
 func (h *electionHastener) leaderConnLost(addr string) {
 	s := h.s
-	if cur, _ := s.raft.LeaderWithID(); string(cur) != addr || s.raft.State() != raft.Follower {
+	if cur, _ := s.leader(); string(cur) != addr || s.raft.State() != raft.Follower {
 		return
 	}
 	if !refusesConnections(addr) {
@@ -78,7 +78,7 @@ func (h *electionHastener) awaitLeaderOtherThan(dead string) bool {
 	giveUp := time.After(10 * s.cfg.HeartbeatTimeout)
 	for {
 		changed := s.leaderSig.wait()
-		if cur, _ := s.raft.LeaderWithID(); cur != "" && string(cur) != dead {
+		if cur, _ := s.leader(); cur != "" && string(cur) != dead {
 			return true
 		}
 		select {

@@ -108,7 +108,7 @@ func (s *Server) onLeader(ctx context.Context, local func() (int64, error), meth
 			if !errors.Is(err, errNotReady) {
 				return v, err
 			}
-		} else if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+		} else if addr, _ := s.leader(); addr != "" && s.raft.State() != raft.Leader {
 			if conn, err := s.peers.get(string(addr)); err == nil {
 				out := new(wrapperspb.Int64Value)
 				err := conn.Invoke(ctx, method, wrapperspb.Int64(arg), out)

@@ -23,7 +23,7 @@ type maintenanceServer struct {
 
 func (m *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
 	s := m.s
-	_, leaderID := s.raft.LeaderWithID()
+	_, leaderID := s.leader()
 	size := s.dbSize()
 	resp := &pb.StatusResponse{
 		Version:          APIVersion,
@@ -184,7 +184,7 @@ func (m *maintenanceServer) localMoveLeader(ctx context.Context, req *pb.MoveLea
 	}
 	// Answer once the new leader is known, as etcd does.
 	for ctx.Err() == nil {
-		if _, id := s.raft.LeaderWithID(); parseMemberID(id) == req.TargetID {
+		if _, id := s.leader(); parseMemberID(id) == req.TargetID {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

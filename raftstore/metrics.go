@@ -63,7 +63,7 @@ func (s *Server) HealthHandler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		reason := ""
-		if addr, _ := s.raft.LeaderWithID(); addr == "" {
+		if addr, _ := s.leader(); addr == "" {
 			reason = "no leader"
 		} else if err := s.linearizableRead(ctx); err != nil {
 			reason = "linearizable read failed: " + err.Error()

@@ -42,7 +42,7 @@ func (s *Server) propose(ctx context.Context, t commandType, msg proto.Message) 
 			if !retry {
 				return resp, err
 			}
-		} else if addr, _ := s.raft.LeaderWithID(); addr != "" {
+		} else if addr, _ := s.leader(); addr != "" {
 			resp, err, retry := s.forwarder.forward(ctx, t, data)
 			if !retry {
 				return resp, err
@@ -79,7 +79,7 @@ func (s *Server) untilLeaderChange(parent context.Context, timeout time.Duration
 
 func (s *Server) timeoutError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		if addr, _ := s.raft.LeaderWithID(); addr == "" {
+		if addr, _ := s.leader(); addr == "" {
 			return ErrNoLeader
 		}
 	}
@@ -195,7 +195,7 @@ func (s *Server) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if s.raft.State() == raft.Leader {
 		return s.localReadIndex()
 	}
-	addr, _ := s.raft.LeaderWithID()
+	addr, _ := s.leader()
 	if addr == "" {
 		return 0, ErrNoLeader
 	}

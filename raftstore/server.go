@@ -413,7 +413,7 @@ func (s *Server) watchRemoval() {
 			seen = true
 			// A removed follower may never receive the entry that removes
 			// it; when it hears from no leader, it asks its peers.
-			if addr, _ := s.raft.LeaderWithID(); addr != "" || !s.removedPerPeers(f.Configuration()) {
+			if addr, _ := s.leader(); addr != "" || !s.removedPerPeers(f.Configuration()) {
 				continue
 			}
 		}
@@ -511,7 +511,7 @@ func (s *Server) handOffLeadership() {
 			s.log.Warn("stopping without handing leadership over", "err", err)
 			return
 		}
-		to, _ := s.raft.LeaderWithID()
+		to, _ := s.leader()
 		s.log.Info("handed leadership over before stopping", "to", string(to), "took", time.Since(start).Round(time.Millisecond))
 	case <-time.After(2 * s.cfg.ElectionTimeout):
 		s.log.Warn("stopping without handing leadership over: no follower took it in time")
@@ -564,4 +564,17 @@ func openWAL(raftDir string) (*raftwal.WAL, error) {
 		return nil, err
 	}
 	return raftwal.Open(dir)
+}
+
+// leader is the leader this replica knows, empty if none. A candidate has
+// none, as in etcd, though hashicorp/raft may still name one: a candidate
+// started by a leadership transfer records the sender of an AppendEntries
+// as leader without becoming its follower, and keeps that through every
+// failed election after, so a replica left without quorum would report
+// the old leader for good.
+func (s *Server) leader() (raft.ServerAddress, raft.ServerID) {
+	if s.raft.State() == raft.Candidate {
+		return "", ""
+	}
+	return s.raft.LeaderWithID()
 }
