@@ -370,8 +370,8 @@ func (n *Network) attach(sandboxID, netnsPath string, addr netip.Addr) (host str
 	host = vethName(vethPrefix, sandboxID)
 	// Every netlink call saved is kernel work saved in a burst of pod
 	// starts: the veth is made in one request, up and in the bridge,
-	// with its pod end already named eth0 in the pod's namespace. Only when
-	// that fails are the leftovers of an earlier attempt looked for.
+	// with its pod end already named eth0 in the pod's namespace. Only
+	// when that fails are the leftovers of an earlier attempt looked for.
 	err = n.addVeth(host, podNS)
 	if errors.Is(err, unix.EEXIST) {
 		if _, err := pod.LinkByName("eth0"); err == nil {

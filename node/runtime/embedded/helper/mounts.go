@@ -103,14 +103,12 @@ func mountDev(root string, sp *Spec) error {
 	// Made, not bind mounted from the host: a node costs the kernel far
 	// less than a mount, which copies and locks the mount tree. The
 	// umask is this thread's own since its unshare.
-	mask := unix.Umask(0)
+	defer unix.Umask(unix.Umask(0))
 	for _, d := range devices() {
 		if err := unix.Mknod(filepath.Join(dev, d.name), unix.S_IFCHR|0o666, int(unix.Mkdev(d.major, d.minor))); err != nil {
-			unix.Umask(mask)
 			return fmt.Errorf("making /dev/%s: %w", d.name, err)
 		}
 	}
-	unix.Umask(mask)
 	for _, m := range []struct{ dir, fstype, data string }{
 		{"pts", "devpts", "newinstance,ptmxmode=0666,mode=0620"},
 		{"shm", "tmpfs", "mode=1777,size=65536k"},
