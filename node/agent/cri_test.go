@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,7 @@ func TestNodeOnContainerd(t *testing.T) {
 	if cs := got.Status.ContainerStatuses[0]; !strings.HasPrefix(cs.ContainerID, "containerd://") || got.Status.PodIP == "" {
 		t.Errorf("status %+v", got.Status)
 	}
+	checkCRIEgressRules(t, n)
 	var logs string
 	eventually(t, 10*time.Second, "logs", func() bool {
 		logs, _ = n.logs("web", &corev1.PodLogOptions{})
@@ -39,4 +42,35 @@ func TestNodeOnContainerd(t *testing.T) {
 	n.waitGone(t, "web", 30*time.Second)
 	checkStreams(t, n, false)
 	checkAttach(t, n)
+}
+
+// bridgeMasqChain is a chain of the CNI bridge plugin's per-pod
+// masquerading: "CNI-" and a hash of the network and container.
+var bridgeMasqChain = regexp.MustCompile(`(?m)^:CNI-[0-9a-f]+ `)
+
+// checkCRIEgressRules checks that a containerd node's pod egress runs
+// through the agent's node-wide rules, as on the embedded runtime (whose
+// traffic the network package's tests check): traffic to the cluster
+// range keeps its source, the rest is masqueraded, and the bridge
+// plugin adds no masquerading of its own, which would rewrite the source
+// of traffic to other nodes' pods too.
+func checkCRIEgressRules(t *testing.T, n *testNode) {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+n.netns, "iptables-save", "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables-save: %v: %s", err, out)
+	}
+	nat := string(out)
+	for _, want := range []string{
+		"-A POSTROUTING -m comment --comment \"cairn: masquerade pod egress\" -j CAIRN-POSTROUTING",
+		"-A CAIRN-POSTROUTING -s " + podCIDR + " -d 10.98.0.0/16 ",
+		"-A CAIRN-POSTROUTING -s " + podCIDR + " -m comment --comment \"cairn: pod egress\" -j MASQUERADE",
+	} {
+		if !strings.Contains(nat, want) {
+			t.Errorf("no %q in the node's nat table:\n%s", want, nat)
+		}
+	}
+	if bridgeMasqChain.MatchString(nat) {
+		t.Errorf("the bridge plugin masquerades pods itself:\n%s", nat)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"cairn/node/runtime"
 	"cairn/node/runtime/cri"
 	"cairn/node/runtime/embedded"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // nodeRuntime is the node's container runtime and pod network.
@@ -70,8 +72,13 @@ func newNodeRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRu
 }
 
 // newCRIRuntime connects to containerd, which attaches pods with the CNI
-// configuration the runtime writes for the node's podCIDR.
+// configuration the runtime writes for the node's podCIDR; the agent
+// keeps the node's egress rules for that range itself.
 func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRuntime, error) {
+	egress, err := network.NewEgress(cfg.NetNS, cfg.ClusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	rt, err := cri.New(ctx, cri.Config{
 		Socket: cfg.CRISocket, CNIConfDir: cfg.CNIConfDir, NetNS: cfg.NetNS,
 		CNI:    cri.CNIConfig{IPAMDataDir: filepath.Join(cfg.DataDir, "cni", "networks")},
@@ -86,7 +93,7 @@ func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRun
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return &nodeRuntime{
-		runtime: rt,
+		runtime: criRuntime{rt, egress},
 		routes:  peerRoutes{routes},
 		dial:    dialIn(cfg.NetNS),
 		close: func() {
@@ -94,6 +101,24 @@ func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRun
 			rt.Close()
 		},
 	}, nil
+}
+
+// criRuntime is containerd's runtime with the node's egress rules, set
+// for the podCIDR before containerd's CNI configuration is.
+type criRuntime struct {
+	*cri.Runtime
+	egress *network.Egress
+}
+
+// UpdateRuntimeConfig implements runtime.Runtime.
+func (r criRuntime) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
+	if prefix, err := netip.ParsePrefix(cidr); err == nil && prefix.Addr().Is4() {
+		if err := r.egress.SetPodCIDR(cidr); err != nil {
+			return nil, err
+		}
+	}
+	return r.Runtime.UpdateRuntimeConfig(ctx, req)
 }
 
 // dialIn connects from inside the network namespace at netns (the

@@ -37,14 +37,24 @@ func jumps() []jump {
 	}
 }
 
+// egressRules are the node's rules for its pods' traffic, in the node's
+// namespace (netns, the caller's when empty): traffic from the pod range
+// to outside cluster (or, without a cluster range, outside the pod
+// range) is masqueraded, and forwarding to and from the pod range is
+// accepted.
+type egressRules struct {
+	netns   string
+	cluster netip.Prefix
+}
+
 // iptables runs iptables in the node's namespace.
-func (n *Network) iptables(args ...string) error {
-	return n.runIn(nil, "iptables", append([]string{"-w", "5"}, args...)...)
+func (r egressRules) iptables(args ...string) error {
+	return r.runIn(nil, "iptables", append([]string{"-w", "5"}, args...)...)
 }
 
 // runIn runs a command with stdin in the node's namespace.
-func (n *Network) runIn(stdin []byte, name string, args ...string) error {
-	return nsthread.Run(n.cfg.NetNS, func() error {
+func (r egressRules) runIn(stdin []byte, name string, args ...string) error {
+	return nsthread.Run(r.netns, func() error {
 		cmd := exec.Command(name, args...)
 		if stdin != nil {
 			cmd.Stdin = bytes.NewReader(stdin)
@@ -57,10 +67,10 @@ func (n *Network) runIn(stdin []byte, name string, args ...string) error {
 	})
 }
 
-// ensureRules makes our chains hold exactly the rules for prefix, in one
+// ensure makes our chains hold exactly the rules for prefix, in one
 // iptables-restore transaction per run, and adds the jumps to them.
-func (n *Network) ensureRules(prefix netip.Prefix) error {
-	exempt := n.cluster
+func (r egressRules) ensure(prefix netip.Prefix) error {
+	exempt := r.cluster
 	if !exempt.IsValid() {
 		exempt = prefix
 	}
@@ -76,40 +86,40 @@ COMMIT
 -A %[2]s -d %[3]s -j ACCEPT
 COMMIT
 `, masqChain, forwardChain, pod, exempt)
-	if err := n.runIn([]byte(rules), "iptables-restore", "-w", "5", "--noflush"); err != nil {
+	if err := r.runIn([]byte(rules), "iptables-restore", "-w", "5", "--noflush"); err != nil {
 		return err
 	}
 	for _, j := range jumps() {
 		spec := j.spec()
-		if n.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
+		if r.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
 			continue
 		}
 		op := "-A"
 		if j.insert {
 			op = "-I"
 		}
-		if err := n.iptables(append([]string{"-t", j.table, op}, spec...)...); err != nil {
+		if err := r.iptables(append([]string{"-t", j.table, op}, spec...)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removeRules deletes the jumps and our chains, if present.
-func (n *Network) removeRules() error {
+// remove deletes the jumps and our chains, if present.
+func (r egressRules) remove() error {
 	var errs []error
 	for _, j := range jumps() {
 		spec := j.spec()
-		for n.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
-			if err := n.iptables(append([]string{"-t", j.table, "-D"}, spec...)...); err != nil {
+		for r.iptables(append([]string{"-t", j.table, "-C"}, spec...)...) == nil {
+			if err := r.iptables(append([]string{"-t", j.table, "-D"}, spec...)...); err != nil {
 				errs = append(errs, err)
 				break
 			}
 		}
-		if n.iptables("-t", j.table, "-S", j.target) != nil {
+		if r.iptables("-t", j.table, "-S", j.target) != nil {
 			continue // no such chain
 		}
-		errs = append(errs, n.iptables("-t", j.table, "-F", j.target), n.iptables("-t", j.table, "-X", j.target))
+		errs = append(errs, r.iptables("-t", j.table, "-F", j.target), r.iptables("-t", j.table, "-X", j.target))
 	}
 	return errors.Join(errs...)
 }

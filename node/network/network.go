@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"cairn/internal/nsthread"
-
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -60,10 +58,10 @@ type Config struct {
 
 // Network is the pod network of one node.
 type Network struct {
-	cfg     Config
-	cluster netip.Prefix
-	log     *slog.Logger
-	ipam    ipam
+	cfg   Config
+	rules egressRules
+	log   *slog.Logger
+	ipam  ipam
 
 	// mu is held to read the fields below, shared by attaches (see
 	// lockedAttach), exclusively by everything else.
@@ -90,16 +88,14 @@ func New(cfg Config) (*Network, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = defaultMTU
 	}
-	n := &Network{cfg: cfg, log: cfg.Logger, ipam: ipam{dir: filepath.Join(cfg.StateDir, "ipam")}}
+	cluster, err := parseClusterCIDR(cfg.ClusterCIDR)
+	if err != nil {
+		return nil, err
+	}
+	n := &Network{cfg: cfg, rules: egressRules{netns: cfg.NetNS, cluster: cluster},
+		log: cfg.Logger, ipam: ipam{dir: filepath.Join(cfg.StateDir, "ipam")}}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ClusterCIDR != "" {
-		p, err := netip.ParsePrefix(cfg.ClusterCIDR)
-		if err != nil || !p.Addr().Is4() {
-			return nil, fmt.Errorf("network: cluster CIDR %q is not an IPv4 prefix", cfg.ClusterCIDR)
-		}
-		n.cluster = p.Masked()
 	}
 	h, err := handleAt(cfg.NetNS)
 	if err != nil {
@@ -215,12 +211,10 @@ func (n *Network) SetPodCIDR(cidr string) error {
 	if err := n.ensureBridge(prefix); err != nil {
 		return err
 	}
-	if err := nsthread.Run(n.cfg.NetNS, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}); err != nil {
-		return fmt.Errorf("network: enabling IP forwarding: %w", err)
+	if err := enableForwarding(n.cfg.NetNS); err != nil {
+		return err
 	}
-	if err := n.ensureRules(prefix); err != nil {
+	if err := n.rules.ensure(prefix); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
@@ -559,7 +553,7 @@ func (n *Network) Teardown() error {
 		}
 		errs = append(errs, deleteRoutes(n.h, nil))
 	}
-	errs = append(errs, n.removeRules())
+	errs = append(errs, n.rules.remove())
 	if err := os.RemoveAll(n.ipam.dir); err != nil {
 		errs = append(errs, fmt.Errorf("network: %w", err))
 	}

@@ -23,10 +23,14 @@ const (
 )
 
 // CNIConfig is the node's pod network as containerd sets it up through
-// CNI: a bridge that is the pods' gateway and masquerades their traffic
-// leaving the node, addresses from the node's podCIDR (host-local IPAM),
-// and host ports (portmap). containerd adds the loopback plugin for every
-// pod itself, from the same bin dir, so the chain does not list it.
+// CNI: a bridge that is the pods' gateway, addresses from the node's
+// podCIDR (host-local IPAM), and host ports (portmap). containerd adds
+// the loopback plugin for every pod itself, from the same bin dir, so
+// the chain does not list it. An IPv4 range is not masqueraded by the
+// bridge plugin, which would also rewrite the source of traffic to other
+// nodes' pods and run iptables several times per pod: the agent keeps
+// node-wide rules for it instead (network.Egress). An IPv6 range, which
+// the agent's rules do not cover, keeps the plugin's masquerading.
 type CNIConfig struct {
 	// PodCIDR is the node's pod range (spec.podCIDR); required.
 	PodCIDR string
@@ -99,16 +103,16 @@ func (c CNIConfig) Marshal() ([]byte, error) {
 	if c.Bridge == "" {
 		c.Bridge = DefaultCNIBridge
 	}
-	route := defaultIPv4Route
+	route, masq := defaultIPv4Route, false
 	if prefix.Addr().Is6() {
-		route = defaultIPv6Route
+		route, masq = defaultIPv6Route, true
 	}
 	list := cniConfList{
 		CNIVersion: cniSpecVersion,
 		Name:       c.Network,
 		Plugins: []any{
 			bridgePlugin{
-				Type: "bridge", Bridge: c.Bridge, IsGateway: true, IPMasq: true, HairpinMode: true, MTU: c.MTU,
+				Type: "bridge", Bridge: c.Bridge, IsGateway: true, IPMasq: masq, HairpinMode: true, MTU: c.MTU,
 				IPAM: hostLocalIPAM{
 					Type:    "host-local",
 					Ranges:  [][]ipamRange{{{Subnet: prefix.String()}}},

@@ -97,7 +97,7 @@ func TestWriteCNIConfig(t *testing.T) {
 		t.Fatalf("conflist:\n%s", b)
 	}
 	bridge, portmap := list.Plugins[0], list.Plugins[1]
-	for k, want := range map[string]any{"type": "bridge", "bridge": "cairn0", "isGateway": true, "ipMasq": true, "hairpinMode": true} {
+	for k, want := range map[string]any{"type": "bridge", "bridge": "cairn0", "isGateway": true, "ipMasq": false, "hairpinMode": true} {
 		if bridge[k] != want {
 			t.Errorf("bridge %s = %v, want %v", k, bridge[k], want)
 		}
@@ -136,5 +136,9 @@ func TestCNIConfigIPv6(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"dst": "::/0"`) {
 		t.Fatalf("an IPv6 podCIDR needs an IPv6 default route:\n%s", b)
+	}
+	// The agent's node-wide egress rules are IPv4 only.
+	if !strings.Contains(string(b), `"ipMasq": true`) {
+		t.Fatalf("an IPv6 podCIDR is masqueraded by the bridge plugin:\n%s", b)
 	}
 }

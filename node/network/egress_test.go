@@ -1,0 +1,135 @@
+package network
+
+import (
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// TestEgressMasqueradesOnlyOutsideTheCluster checks the rules for pods
+// that something else attaches, as containerd's CNI bridge does: to a
+// peer node's pods they keep their source address, to anything outside
+// the cluster range they are masqueraded, as Network's own pods are.
+func TestEgressMasqueradesOnlyOutsideTheCluster(t *testing.T) {
+	requireNetAdmin(t)
+	a := &testNode{ns: testNS(t, filepath.Join(t.TempDir(), "netns"))}
+	b := newTestNode(t, "b", "10.98.2.0/24")
+	nodeA, nodeB := linkNodes(t, a, b)
+	podCIDR := netip.MustParsePrefix("10.98.1.0/24")
+	nsA, podA := vethPod(t, a.ns, podCIDR)
+	nsB, podB := b.pod(t, "pod-b")
+
+	routesA, err := NewRoutes(a.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routesA.Close()
+	routesB, err := NewRoutes(b.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routesB.Close()
+	if err := routesA.Sync([]Peer{{Name: "b", PodCIDR: b.net.PodCIDR(), InternalIP: nodeB}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := routesB.Sync([]Peer{{Name: "a", PodCIDR: podCIDR, InternalIP: nodeA}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := NewEgress(a.ns, "fd00::/64"); err == nil {
+		t.Error("NewEgress accepted an IPv6 cluster CIDR")
+	}
+	e, err := NewEgress(a.ns, testClusterCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPodCIDR("10.98.1.0/33"); err == nil {
+		t.Error("SetPodCIDR accepted a malformed pod CIDR")
+	}
+	for range 2 { // idempotent
+		if err := e.SetPodCIDR(podCIDR.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srv := echoServer(t, nsB, podB)
+	seen, err := dialFrom(nsA, srv)
+	if err != nil {
+		t.Fatalf("pod-a cannot reach pod-b at %s: %v", srv, err)
+	}
+	if seen != podA.String() {
+		t.Errorf("pod-b saw pod-a's connection from %s, want %s (pod to pod keeps its source)", seen, podA)
+	}
+	outside := echoServer(t, b.ns, nodeB)
+	seen, err = dialFrom(nsA, outside)
+	if err != nil {
+		t.Fatalf("pod-a cannot reach node b at %s: %v", outside, err)
+	}
+	if seen != nodeA.String() {
+		t.Errorf("node b saw pod-a's connection from %s, want node a's %s (masqueraded egress)", seen, nodeA)
+	}
+
+	for range 2 {
+		if err := e.Teardown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rules := iptablesSave(t, a.ns); strings.Contains(rules, "CAIRN") {
+		t.Errorf("iptables rules left after Teardown:\n%s", rules)
+	}
+}
+
+// vethPod makes a pod namespace joined to the node in ns by a plain
+// veth pair, with the node's side holding the first address of
+// podCIDR and the pod's the second, as a CNI plugin might.
+func vethPod(t *testing.T, ns string, podCIDR netip.Prefix) (string, netip.Addr) {
+	t.Helper()
+	podNS := testNS(t, filepath.Join(t.TempDir(), "pod"))
+	gw := podCIDR.Addr().Next()
+	pod := gw.Next()
+	h, err := handleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hp, err := handleAt(podNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hp.Close()
+	target, err := netns.GetFromPath(podNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = "podveth"
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(target))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []struct {
+		h    *netlink.Handle
+		name string
+		ip   netip.Addr
+	}{{h, "podveth", gw}, {hp, "eth0", pod}} {
+		l, err := side.h.LinkByName(side.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := side.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(side.ip, podCIDR.Bits()))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := side.h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hp.RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Gw: gw.AsSlice()}); err != nil {
+		t.Fatal(err)
+	}
+	return podNS, pod
+}
