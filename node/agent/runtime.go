@@ -104,7 +104,7 @@ func newCRIRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRun
 }
 
 // criRuntime is containerd's runtime with the node's egress rules, set
-// for the podCIDR before containerd's CNI configuration is.
+// for an IPv4 podCIDR before containerd's CNI configuration is.
 type criRuntime struct {
 	*cri.Runtime
 	egress *network.Egress
@@ -113,12 +113,23 @@ type criRuntime struct {
 // UpdateRuntimeConfig implements runtime.Runtime.
 func (r criRuntime) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
 	cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
-	if prefix, err := netip.ParsePrefix(cidr); err == nil && prefix.Addr().Is4() {
+	prefix, err := netip.ParsePrefix(cidr)
+	v4 := err == nil && prefix.Addr().Is4()
+	if v4 {
 		if err := r.egress.SetPodCIDR(cidr); err != nil {
 			return nil, err
 		}
 	}
-	return r.Runtime.UpdateRuntimeConfig(ctx, req)
+	resp, err := r.Runtime.UpdateRuntimeConfig(ctx, req)
+	if err != nil || !v4 {
+		return resp, err
+	}
+	// Pods attached while the bridge plugin masqueraded (an older
+	// agent's configuration) hold rules of their own that it would leak.
+	if err := r.egress.DropCNIMasquerade(cri.DefaultCNINetwork); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // dialIn connects from inside the network namespace at netns (the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 
 	"cairn/internal/nsthread"
@@ -54,6 +56,54 @@ func (e *Egress) Teardown() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rules.remove()
+}
+
+// DropCNIMasquerade removes the per-pod masquerading the CNI bridge
+// plugin set up for the CNI network named network while it was
+// configured to (ipMasq): a jump from nat POSTROUTING, commented with
+// the network and the container, to a chain of its own. The plugin
+// removes them only while still so configured, so once the agent's
+// rules took over, such a rule would outlive its pod and rewrite the
+// source of the next pod given its address.
+func (e *Egress) DropCNIMasquerade(network string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var saved []byte
+	err := nsthread.Run(e.rules.netns, func() (err error) {
+		saved, err = exec.Command("iptables-save", "-t", "nat").Output()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("network: iptables-save: %w", err)
+	}
+	// iptables-save quotes the comment as iptables-restore reads it, so
+	// its rules can be deleted as written.
+	owner := fmt.Sprintf(`--comment "name: \"%s\" id: `, network)
+	var script strings.Builder
+	var chains []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(saved), "\n") {
+		rule, ok := strings.CutPrefix(line, "-A POSTROUTING ")
+		if !ok || !strings.Contains(rule, owner) {
+			continue
+		}
+		_, chain, _ := strings.Cut(rule, " -j ")
+		if !strings.HasPrefix(chain, "CNI-") || strings.Contains(chain, " ") {
+			continue
+		}
+		fmt.Fprintf(&script, "-D POSTROUTING %s\n", rule)
+		if !seen[chain] {
+			seen[chain] = true
+			chains = append(chains, chain)
+		}
+	}
+	if len(chains) == 0 {
+		return nil
+	}
+	for _, c := range chains {
+		fmt.Fprintf(&script, "-F %s\n-X %s\n", c, c)
+	}
+	return e.rules.runIn([]byte("*nat\n"+script.String()+"COMMIT\n"), "iptables-restore", "-w", "5", "--noflush")
 }
 
 // parseClusterCIDR parses the cluster's pod range; empty is none.

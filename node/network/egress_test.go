@@ -1,6 +1,7 @@
 package network
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -132,4 +133,55 @@ func vethPod(t *testing.T, ns string, podCIDR netip.Prefix) (string, netip.Addr)
 		t.Fatal(err)
 	}
 	return podNS, pod
+}
+
+// TestDropCNIMasqueradeRemovesTheBridgePluginsRules checks the cleanup
+// of the CNI bridge plugin's per-pod masquerading, made before the
+// agent's rules took over: the rules of the named network go, with
+// their chains; another network's rules and the agent's stay.
+func TestDropCNIMasqueradeRemovesTheBridgePluginsRules(t *testing.T) {
+	requireNetAdmin(t)
+	a := &testNode{ns: testNS(t, filepath.Join(t.TempDir(), "netns"))}
+	e, err := NewEgress(a.ns, testClusterCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPodCIDR("10.98.1.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	// As the bridge plugin makes them (ipMasq): a chain per container,
+	// reached from POSTROUTING by the pod's address.
+	var script strings.Builder
+	script.WriteString("*nat\n")
+	for i, pod := range []struct{ network, chain string }{
+		{"cairn", "CNI-0a1b2c3d4e5f60718293a4b5"},
+		{"cairn", "CNI-ffeeddccbbaa998877665544"},
+		{"other", "CNI-00112233445566778899aabb"},
+	} {
+		comment := fmt.Sprintf(`"name: \"%s\" id: \"c%d\""`, pod.network, i)
+		fmt.Fprintf(&script, ":%s - [0:0]\n", pod.chain)
+		fmt.Fprintf(&script, "-A %s -d 10.98.1.0/24 -m comment --comment %s -j ACCEPT\n", pod.chain, comment)
+		fmt.Fprintf(&script, "-A %s ! -d 224.0.0.0/4 -m comment --comment %s -j MASQUERADE\n", pod.chain, comment)
+		fmt.Fprintf(&script, "-A POSTROUTING -s 10.98.1.%d/32 -m comment --comment %s -j %s\n", i+2, comment, pod.chain)
+	}
+	script.WriteString("COMMIT\n")
+	if err := e.rules.runIn([]byte(script.String()), "iptables-restore", "-w", "5", "--noflush"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second finds nothing to do
+		if err := e.DropCNIMasquerade("cairn"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nat := iptablesSave(t, a.ns)
+	for _, gone := range []string{"CNI-0a1b2c3d4e5f60718293a4b5", "CNI-ffeeddccbbaa998877665544", `name: \"cairn\"`} {
+		if strings.Contains(nat, gone) {
+			t.Errorf("%s left in:\n%s", gone, nat)
+		}
+	}
+	for _, kept := range []string{"-A POSTROUTING -s 10.98.1.4/32", ":CNI-00112233445566778899aabb", "-A CAIRN-POSTROUTING -s 10.98.1.0/24"} {
+		if !strings.Contains(nat, kept) {
+			t.Errorf("%s removed from:\n%s", kept, nat)
+		}
+	}
 }
