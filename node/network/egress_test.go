@@ -25,16 +25,7 @@ func TestEgressMasqueradesOnlyOutsideTheCluster(t *testing.T) {
 	nsA, podA := vethPod(t, a.ns, podCIDR)
 	nsB, podB := b.pod(t, "pod-b")
 
-	routesA, err := NewRoutes(a.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer routesA.Close()
-	routesB, err := NewRoutes(b.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer routesB.Close()
+	routesA, routesB := a.routes(t), b.routes(t)
 	if err := routesA.Sync([]Peer{{Name: "b", PodCIDR: b.net.PodCIDR(), InternalIP: nodeB}}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,22 +49,7 @@ func TestEgressMasqueradesOnlyOutsideTheCluster(t *testing.T) {
 		}
 	}
 
-	srv := echoServer(t, nsB, podB)
-	seen, err := dialFrom(nsA, srv)
-	if err != nil {
-		t.Fatalf("pod-a cannot reach pod-b at %s: %v", srv, err)
-	}
-	if seen != podA.String() {
-		t.Errorf("pod-b saw pod-a's connection from %s, want %s (pod to pod keeps its source)", seen, podA)
-	}
-	outside := echoServer(t, b.ns, nodeB)
-	seen, err = dialFrom(nsA, outside)
-	if err != nil {
-		t.Fatalf("pod-a cannot reach node b at %s: %v", outside, err)
-	}
-	if seen != nodeA.String() {
-		t.Errorf("node b saw pod-a's connection from %s, want node a's %s (masqueraded egress)", seen, nodeA)
-	}
+	checkEgress(t, nsA, podA, nodeA, echoServer(t, nsB, podB), echoServer(t, b.ns, nodeB))
 
 	for range 2 {
 		if err := e.Teardown(); err != nil {

@@ -77,6 +77,17 @@ func newTestNode(t *testing.T, name, podCIDR string) *testNode {
 	return &testNode{ns: ns, net: n}
 }
 
+// routes returns the node's peer routes, closed at cleanup.
+func (n *testNode) routes(t *testing.T) *Routes {
+	t.Helper()
+	r, err := NewRoutes(n.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
 // pod creates a sandbox namespace on the node and attaches it.
 func (n *testNode) pod(t *testing.T, id string) (string, netip.Addr) {
 	t.Helper()
@@ -228,16 +239,7 @@ func TestPodsOnTwoNodesReachEachOtherThroughPeerRoutes(t *testing.T) {
 	if _, err := dialFrom(nsA, srv); err == nil {
 		t.Fatal("pod-a reached pod-b before any route to node b's pods")
 	}
-	routesA, err := NewRoutes(a.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer routesA.Close()
-	routesB, err := NewRoutes(b.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer routesB.Close()
+	routesA, routesB := a.routes(t), b.routes(t)
 	peerA := Peer{Name: "a", PodCIDR: a.net.PodCIDR(), InternalIP: nodeA}
 	peerB := Peer{Name: "b", PodCIDR: b.net.PodCIDR(), InternalIP: nodeB}
 	for i := 0; i < 2; i++ { // twice: Sync is idempotent
@@ -248,29 +250,34 @@ func TestPodsOnTwoNodesReachEachOtherThroughPeerRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seen, err := dialFrom(nsA, srv)
-	if err != nil {
-		t.Fatalf("pod-a cannot reach pod-b at %s through the peer routes: %v", srv, err)
-	}
-	if seen != podA.String() {
-		t.Errorf("pod-b saw pod-a's connection from %s, want %s (pod to pod keeps its source)", seen, podA)
-	}
-
-	// Node b's own address is outside the cluster CIDR: masqueraded.
-	outside := echoServer(t, b.ns, nodeB)
-	seen, err = dialFrom(nsA, outside)
-	if err != nil {
-		t.Fatalf("pod-a cannot reach node b at %s: %v", outside, err)
-	}
-	if seen != nodeA.String() {
-		t.Errorf("node b saw pod-a's connection from %s, want node a's %s (masqueraded egress)", seen, nodeA)
-	}
+	checkEgress(t, nsA, podA, nodeA, srv, echoServer(t, b.ns, nodeB))
 
 	if err := routesA.Sync(nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := dialFrom(nsA, srv); err == nil {
 		t.Error("pod-a still reaches pod-b after its route was synced away")
+	}
+}
+
+// checkEgress checks pod-a's traffic (from podA in nsA, on node a at
+// nodeA) to pod-b's server podB, which keeps its source, and to node b's
+// server outside, whose address is outside the cluster CIDR: masqueraded.
+func checkEgress(t *testing.T, nsA string, podA, nodeA netip.Addr, podB, outside netip.AddrPort) {
+	t.Helper()
+	seen, err := dialFrom(nsA, podB)
+	if err != nil {
+		t.Fatalf("pod-a cannot reach pod-b at %s through the peer routes: %v", podB, err)
+	}
+	if seen != podA.String() {
+		t.Errorf("pod-b saw pod-a's connection from %s, want %s (pod to pod keeps its source)", seen, podA)
+	}
+	seen, err = dialFrom(nsA, outside)
+	if err != nil {
+		t.Fatalf("pod-a cannot reach node b at %s: %v", outside, err)
+	}
+	if seen != nodeA.String() {
+		t.Errorf("node b saw pod-a's connection from %s, want node a's %s (masqueraded egress)", seen, nodeA)
 	}
 }
 
