@@ -1,6 +1,7 @@
 package network
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -73,6 +74,9 @@ func (e *Egress) DropCNIMasquerade(network string) error {
 		saved, err = exec.Command("iptables-save", "-t", "nat").Output()
 		return err
 	})
+	if errors.Is(err, exec.ErrNotFound) {
+		return notInstalled("iptables-save", err)
+	}
 	if err != nil {
 		return fmt.Errorf("network: iptables-save: %w", err)
 	}

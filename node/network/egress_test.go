@@ -161,3 +161,22 @@ func TestDropCNIMasqueradeRemovesTheBridgePluginsRules(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressSaysWhatToInstallWithoutIptables checks the error of a node
+// without the iptables tools: it names the package to install.
+func TestEgressSaysWhatToInstallWithoutIptables(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	e, err := NewEgress("", testClusterCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func() error{
+		"the rules":         func() error { return e.rules.ensure(netip.MustParsePrefix("10.98.1.0/24")) },
+		"DropCNIMasquerade": func() error { return e.DropCNIMasquerade("cairn") },
+	} {
+		err := call()
+		if err == nil || !strings.Contains(err.Error(), "apt-get install iptables") {
+			t.Errorf("%s without iptables: %v, want an error that says to install it", name, err)
+		}
+	}
+}

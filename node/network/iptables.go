@@ -60,11 +60,20 @@ func (r egressRules) runIn(stdin []byte, name string, args ...string) error {
 			cmd.Stdin = bytes.NewReader(stdin)
 		}
 		out, err := cmd.CombinedOutput()
+		if errors.Is(err, exec.ErrNotFound) {
+			return notInstalled(name, err)
+		}
 		if err != nil {
 			return fmt.Errorf("network: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
 		return nil
 	})
+}
+
+// notInstalled is the error for a missing iptables tool, which says
+// what to install.
+func notInstalled(name string, err error) error {
+	return fmt.Errorf("network: %w: the node's pod network needs %s from the iptables package (apt-get install iptables, dnf install iptables)", err, name)
 }
 
 // ensure makes our chains hold exactly the rules for prefix, in one
