@@ -52,20 +52,45 @@ func webDeployment(ns string, replicas int32, image string) *appsv1.Deployment {
 	}
 }
 
-// podWatch follows a namespace's pods event by event, keeping the extreme
-// counts seen over the whole test: the fewest available pods (ready and
-// not terminating) once armed, and the most pods not terminating.
+// podWatch follows a namespace's pods and ReplicaSets event by event,
+// keeping the extreme counts seen over the whole test: the fewest
+// available pods (ready and not terminating) once armed, the most pods
+// not terminating, and the largest sum of the sets' replicas.
+//
+// maxSurge bounds that sum, as in Kubernetes, not the pods: each set's
+// controller acts on its own, so a new set's pod may start before an
+// old set's controller has deleted the pod it was scaled down by.
 type podWatch struct {
 	mu        sync.Mutex
 	pods      map[types.UID]*corev1.Pod
+	sets      map[types.UID]int32
 	armed     bool
 	minAvail  int
 	maxActive int
+	maxSets   int32
 }
 
 func watchPods(t *testing.T, client kubernetes.Interface, ns string) *podWatch {
-	w := &podWatch{pods: map[types.UID]*corev1.Pod{}, minAvail: 1 << 30}
+	w := &podWatch{pods: map[types.UID]*corev1.Pod{}, sets: map[types.UID]int32{}, minAvail: 1 << 30}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	setRS := func(obj any) {
+		rs := obj.(*appsv1.ReplicaSet)
+		w.mu.Lock()
+		w.sets[rs.UID] = ptr.Deref(rs.Spec.Replicas, 1)
+		w.observe()
+		w.mu.Unlock()
+	}
+	factory.Apps().V1().ReplicaSets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: setRS, UpdateFunc: func(_, cur any) { setRS(cur) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			w.mu.Lock()
+			delete(w.sets, obj.(*appsv1.ReplicaSet).UID)
+			w.mu.Unlock()
+		},
+	})
 	inf := factory.Core().V1().Pods().Informer()
 	set := func(obj any) {
 		p := obj.(*corev1.Pod)
@@ -104,6 +129,11 @@ func (w *podWatch) observe() {
 		}
 	}
 	w.maxActive = max(w.maxActive, active)
+	var sets int32
+	for _, n := range w.sets {
+		sets += n
+	}
+	w.maxSets = max(w.maxSets, sets)
 	if w.armed {
 		w.minAvail = min(w.minAvail, avail)
 	}
@@ -115,14 +145,14 @@ func (w *podWatch) arm() {
 	defer w.mu.Unlock()
 	w.armed = true
 	w.minAvail = 1 << 30
-	w.maxActive = 0
+	w.maxActive, w.maxSets = 0, 0
 	w.observe()
 }
 
-func (w *podWatch) extremes() (minAvail, maxActive int) {
+func (w *podWatch) extremes() (minAvail, maxActive int, maxSets int32) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.minAvail, w.maxActive
+	return w.minAvail, w.maxActive, w.maxSets
 }
 
 // images counts the active pods by image.
@@ -297,13 +327,13 @@ func TestRollingUpdateKeepsMinimumAvailableAndUndoRestoresTheOldImage(t *testing
 		got := pods.images()
 		return got["img:b"] == replicas && len(got) == 1, fmt.Sprint(got)
 	})
-	minAvail, maxActive := pods.extremes()
-	t.Logf("rollout: at least %d pods available, at most %d running", minAvail, maxActive)
+	minAvail, maxActive, maxSets := pods.extremes()
+	t.Logf("rollout: at least %d pods available, at most %d running, at most %d in the sets", minAvail, maxActive, maxSets)
 	if minAvail < replicas-unavailable {
 		t.Fatalf("only %d pods were available at one point of the rollout; maxUnavailable %d allows no fewer than %d", minAvail, unavailable, replicas-unavailable)
 	}
-	if maxActive > replicas+surge {
-		t.Fatalf("%d pods ran at once; maxSurge %d allows %d", maxActive, surge, replicas+surge)
+	if maxSets > replicas+surge {
+		t.Fatalf("the sets were sized for %d pods at once; maxSurge %d allows %d", maxSets, surge, replicas+surge)
 	}
 	if got := history(t, client, ns, "web"); fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("rollout history revisions %v, want [1 2]", got)
@@ -318,8 +348,8 @@ func TestRollingUpdateKeepsMinimumAvailableAndUndoRestoresTheOldImage(t *testing
 		got := pods.images()
 		return got["img:a"] == replicas && len(got) == 1, fmt.Sprint(got)
 	})
-	if minAvail, maxActive := pods.extremes(); minAvail < replicas-unavailable || maxActive > replicas+surge {
-		t.Fatalf("during undo: min available %d, max pods %d", minAvail, maxActive)
+	if minAvail, _, maxSets := pods.extremes(); minAvail < replicas-unavailable || maxSets > replicas+surge {
+		t.Fatalf("during undo: min available %d, sets sized for up to %d pods", minAvail, maxSets)
 	}
 	d, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
