@@ -2,7 +2,9 @@
 // (cairn0) holding the first address of the node's podCIDR, one veth per
 // pod sandbox into it with an address from that podCIDR, one route per
 // peer node (its podCIDR via its InternalIP), and masquerading of pod
-// traffic leaving the cluster CIDR.
+// traffic leaving the cluster CIDR. Egress keeps the same forwarding and
+// masquerading rules for pods something else attaches (containerd's CNI
+// bridge, under the CRI runtime).
 //
 // Everything happens in one network namespace, the node's: by default
 // the one the process runs in, so that several agents on one machine,
