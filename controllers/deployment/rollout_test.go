@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn/controllers/deployment"
+	"cairn/controllers/internal/controllerref"
 	"cairn/controllers/internal/podutil"
 	"cairn/controllers/internal/workloadtest"
 	"cairn/controllers/replicaset"
@@ -83,12 +84,11 @@ func watchPods(t *testing.T, client kubernetes.Interface, ns string) *podWatch {
 	factory.Apps().V1().ReplicaSets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: setRS, UpdateFunc: func(_, cur any) { setRS(cur) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
+			if rs, ok := controllerref.Deleted[*appsv1.ReplicaSet](obj); ok {
+				w.mu.Lock()
+				delete(w.sets, rs.UID)
+				w.mu.Unlock()
 			}
-			w.mu.Lock()
-			delete(w.sets, obj.(*appsv1.ReplicaSet).UID)
-			w.mu.Unlock()
 		},
 	})
 	inf := factory.Core().V1().Pods().Informer()
@@ -102,13 +102,12 @@ func watchPods(t *testing.T, client kubernetes.Interface, ns string) *podWatch {
 	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: set, UpdateFunc: func(_, cur any) { set(cur) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
+			if p, ok := controllerref.Deleted[*corev1.Pod](obj); ok {
+				w.mu.Lock()
+				delete(w.pods, p.UID)
+				w.observe()
+				w.mu.Unlock()
 			}
-			w.mu.Lock()
-			delete(w.pods, obj.(*corev1.Pod).UID)
-			w.observe()
-			w.mu.Unlock()
 		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,11 +1,9 @@
 package network
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 
@@ -69,16 +67,9 @@ func (e *Egress) Teardown() error {
 func (e *Egress) DropCNIMasquerade(network string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var saved []byte
-	err := nsthread.Run(e.rules.netns, func() (err error) {
-		saved, err = exec.Command("iptables-save", "-t", "nat").Output()
-		return err
-	})
-	if errors.Is(err, exec.ErrNotFound) {
-		return notInstalled("iptables-save", err)
-	}
+	saved, err := e.rules.output(nil, "iptables-save", "-t", "nat")
 	if err != nil {
-		return fmt.Errorf("network: iptables-save: %w", err)
+		return err
 	}
 	// iptables-save quotes the comment as iptables-restore reads it, so
 	// its rules can be deleted as written.

@@ -54,26 +54,33 @@ func (r egressRules) iptables(args ...string) error {
 
 // runIn runs a command with stdin in the node's namespace.
 func (r egressRules) runIn(stdin []byte, name string, args ...string) error {
-	return nsthread.Run(r.netns, func() error {
+	_, err := r.output(stdin, name, args...)
+	return err
+}
+
+// output runs a command with stdin in the node's namespace and returns
+// its standard output. A missing iptables tool gets an error that says
+// what to install.
+func (r egressRules) output(stdin []byte, name string, args ...string) ([]byte, error) {
+	var out []byte
+	err := nsthread.Run(r.netns, func() error {
 		cmd := exec.Command(name, args...)
 		if stdin != nil {
 			cmd.Stdin = bytes.NewReader(stdin)
 		}
-		out, err := cmd.CombinedOutput()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		var err error
+		out, err = cmd.Output()
 		if errors.Is(err, exec.ErrNotFound) {
-			return notInstalled(name, err)
+			return fmt.Errorf("network: %w: the node's pod network needs %s from the iptables package (apt-get install iptables, dnf install iptables)", err, name)
 		}
 		if err != nil {
-			return fmt.Errorf("network: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+			return fmt.Errorf("network: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(append(out, stderr.Bytes()...)))
 		}
 		return nil
 	})
-}
-
-// notInstalled is the error for a missing iptables tool, which says
-// what to install.
-func notInstalled(name string, err error) error {
-	return fmt.Errorf("network: %w: the node's pod network needs %s from the iptables package (apt-get install iptables, dnf install iptables)", err, name)
+	return out, err
 }
 
 // ensure makes our chains hold exactly the rules for prefix, in one
