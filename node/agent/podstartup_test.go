@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"cairn/internal/cpustat"
 	"cairn/internal/testcluster"
 	"cairn/internal/testimage"
 	"cairn/node/agent"
@@ -281,35 +281,15 @@ func installShim(b *testing.B) {
 	b.Cleanup(func() { os.Remove(dst) })
 }
 
-// busyCPU is the CPU time the machine has spent on anything but idling,
-// from /proc/stat. A burst of starts keeps every core busy, so its p99
-// is about the burst's CPU time over the cores: CPU per pod is the
-// steadier figure to improve.
+// busyCPU is the CPU time the machine has spent working. A burst of
+// starts keeps every core busy, so its p99 is about the burst's CPU time
+// over the cores: CPU per pod is the steadier figure to improve.
 func busyCPU(b *testing.B) time.Duration {
-	raw, err := os.ReadFile("/proc/stat")
+	d, err := cpustat.Busy()
 	if err != nil {
 		b.Fatal(err)
 	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	// cpu user nice system idle iowait irq softirq steal ...: steal is
-	// other machines' work on this host, not ours.
-	fields := strings.Fields(line)
-	if len(fields) < 8 || fields[0] != "cpu" {
-		b.Fatalf("/proc/stat: unexpected first line %q", line)
-	}
-	var ticks int64
-	for i, f := range fields[1:8] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/stat: %q: %v", line, err)
-		}
-		ticks += n
-	}
-	// USER_HZ is 100 on every Linux architecture Go supports.
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return d
 }
 
 // nearestRank is the nearest-rank p-th percentile of sorted.

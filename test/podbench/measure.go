@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"cairn/internal/cpustat"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,12 +44,15 @@ type podTimes struct {
 // tracker records when the watch first sees each pod scheduled, Running
 // and Ready, and closes done once every pod is Ready.
 type tracker struct {
-	mu     sync.Mutex
-	want   int
-	pods   map[string]*podTimes
-	ready  int
-	failed error
-	done   chan struct{}
+	mu   sync.Mutex
+	want int
+	pods map[string]*podTimes
+	// running and ready count the pods seen so; busyAllRunning is the
+	// machine's busy CPU time when the last one was seen Running.
+	running, ready int
+	busyAllRunning time.Duration
+	failed         error
+	done           chan struct{}
 }
 
 func newTracker(want int) *tracker {
@@ -86,6 +91,9 @@ func (t *tracker) seen(obj any) {
 	}
 	if pod.Status.Phase == corev1.PodRunning && p.running.IsZero() {
 		p.running = now
+		if t.running++; t.running == t.want {
+			t.busyAllRunning, _ = cpustat.Busy() // checked readable before the start
+		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && t.failed == nil {
 		t.failed = fmt.Errorf("podbench: pod %s failed on %s: %s %s", pod.Name, pod.Spec.NodeName, pod.Status.Reason, pod.Status.Message)
@@ -105,16 +113,13 @@ func (t *tracker) seen(obj any) {
 func (t *tracker) status() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var scheduled, running int
+	var scheduled int
 	for _, p := range t.pods {
 		if !p.scheduled.IsZero() {
 			scheduled++
 		}
-		if !p.running.IsZero() {
-			running++
-		}
 	}
-	return fmt.Sprintf("%d of %d pods seen, %d scheduled, %d Running, %d Ready", len(t.pods), t.want, scheduled, running, t.ready)
+	return fmt.Sprintf("%d of %d pods seen, %d scheduled, %d Running, %d Ready", len(t.pods), t.want, scheduled, t.running, t.ready)
 }
 
 // measure creates the pods with b.creators concurrent clients while an
@@ -153,6 +158,10 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 			}
 		})
 	}
+	busy0, err := cpustat.Busy()
+	if err != nil {
+		return nil, fmt.Errorf("podbench: %w", err)
+	}
 	start := time.Now()
 	go func() {
 		defer close(names)
@@ -190,7 +199,9 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	if tr.failed != nil {
 		return nil, tr.failed
 	}
-	return newResult(tr.pods, start, created, b.creators, b.rate, b.probe), nil
+	r := newResult(tr.pods, start, created, b.creators, b.rate, b.probe)
+	r.cpu = tr.busyAllRunning - busy0
+	return r, nil
 }
 
 // create creates one pod, its time taken just before the first try.

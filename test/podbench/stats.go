@@ -32,6 +32,10 @@ type result struct {
 	// how long from the first create until the last pod was seen
 	// Running and Ready.
 	created, allRunning, allReady time.Duration
+	// cpu is the CPU time the whole machine (servers, agents, shims,
+	// containers and this client) spent from the first create until the
+	// last pod was seen Running.
+	cpu time.Duration
 }
 
 func newResult(pods map[string]*podTimes, start time.Time, created time.Duration, creators int, rate float64, probe bool) *result {
@@ -94,6 +98,8 @@ func printReport(w io.Writer, runtime string, r *result) {
 	}
 	fmt.Fprintf(w, "  created in %s (%.1f pods/s); all Running after %s (%.1f pods/s); all Ready after %s (%.1f pods/s)\n",
 		ms(r.created), rate(r.pods, r.created), ms(r.allRunning), rate(r.pods, r.allRunning), ms(r.allReady), rate(r.pods, r.allReady))
+	fmt.Fprintf(w, "  the machine's CPU from the first create to the last Running: %s, %s per pod\n",
+		r.cpu.Round(10*time.Millisecond), (r.cpu / time.Duration(max(r.pods, 1))).Round(100*time.Microsecond))
 	p99 := percentile(r.toRunning, 99)
 	fmt.Fprintf(w, "  p99 create→Running %s: Kubernetes SLO ≤ %s %s; Cairn target ≤ %s %s\n",
 		ms(p99), kubernetesSLO, verdict(p99 <= kubernetesSLO), cairnTarget, verdict(p99 <= cairnTarget))
