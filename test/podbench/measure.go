@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -162,6 +163,10 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("podbench: %w", err)
 	}
+	rev0, err := b.storeRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	go func() {
 		defer close(names)
@@ -194,14 +199,32 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("podbench: waiting for the pods to be Ready: %w (%s)", ctx.Err(), tr.status())
 	}
+	rev1, err := b.storeRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if tr.failed != nil {
 		return nil, tr.failed
 	}
 	r := newResult(tr.pods, start, created, b.creators, b.rate, b.probe)
-	r.cpu = tr.busyAllRunning - busy0
+	r.cpu, r.writes = tr.busyAllRunning-busy0, rev1-rev0
 	return r, nil
+}
+
+// storeRevision is the store's revision, as a list reports it: it grows
+// by one with every write (of pods, bindings, statuses, events, leases).
+func (b *bench) storeRevision(ctx context.Context) (int64, error) {
+	l, err := b.clients[0].CoreV1().ConfigMaps(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, fmt.Errorf("podbench: reading the store's revision: %w", err)
+	}
+	rv, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("podbench: the store's revision %q: %w", l.ResourceVersion, err)
+	}
+	return rv, nil
 }
 
 // create creates one pod, its time taken just before the first try.
