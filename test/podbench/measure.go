@@ -144,6 +144,14 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 		return nil, fmt.Errorf("podbench: the pod watch did not sync: %w", ctx.Err())
 	}
 
+	busy0, err := cpustat.Busy()
+	if err != nil {
+		return nil, fmt.Errorf("podbench: %w", err)
+	}
+	rev0, err := b.storeRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
 	b.log.Info("creating pods", "pods", b.pods, "creators", b.creators, "rate", b.rate)
 	names := make(chan string)
 	errs := make(chan error, b.creators)
@@ -158,14 +166,6 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 				}
 			}
 		})
-	}
-	busy0, err := cpustat.Busy()
-	if err != nil {
-		return nil, fmt.Errorf("podbench: %w", err)
-	}
-	rev0, err := b.storeRevision(ctx)
-	if err != nil {
-		return nil, err
 	}
 	start := time.Now()
 	go func() {
