@@ -7,12 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"cairn/internal/cpustat"
+	"cairn/internal/benchstat"
 	"cairn/internal/testcluster"
 	"cairn/internal/testimage"
 	"cairn/node/agent"
@@ -245,14 +244,12 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 	return run
 }
 
-// storeRevision is the store's revision, as a list reports it: it grows
-// by one with every write.
+// storeRevision is the store's revision: it grows by one with every write.
 func storeRevision(b *testing.B, client kubernetes.Interface) int64 {
-	l, err := client.CoreV1().ConfigMaps("kube-system").List(context.Background(), metav1.ListOptions{Limit: 1})
+	rv, err := benchstat.StoreRevision(context.Background(), client)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rv, _ := strconv.ParseInt(l.ResourceVersion, 10, 64)
 	return rv
 }
 
@@ -285,7 +282,7 @@ func installShim(b *testing.B) {
 // starts keeps every core busy, so its p99 is about the burst's CPU time
 // over the cores: CPU per pod is the steadier figure to improve.
 func busyCPU(b *testing.B) time.Duration {
-	d, err := cpustat.Busy()
+	d, err := benchstat.Busy()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
-	"cairn/internal/cpustat"
+	"cairn/internal/benchstat"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,7 +92,7 @@ func (t *tracker) seen(obj any) {
 	if pod.Status.Phase == corev1.PodRunning && p.running.IsZero() {
 		p.running = now
 		if t.running++; t.running == t.want {
-			t.busyAllRunning, _ = cpustat.Busy() // checked readable before the start
+			t.busyAllRunning, _ = benchstat.Busy() // checked readable before the start
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && t.failed == nil {
@@ -144,11 +143,11 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 		return nil, fmt.Errorf("podbench: the pod watch did not sync: %w", ctx.Err())
 	}
 
-	busy0, err := cpustat.Busy()
+	busy0, err := benchstat.Busy()
 	if err != nil {
 		return nil, fmt.Errorf("podbench: %w", err)
 	}
-	rev0, err := b.storeRevision(ctx)
+	rev0, err := benchstat.StoreRevision(ctx, b.clients[0])
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +198,7 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("podbench: waiting for the pods to be Ready: %w (%s)", ctx.Err(), tr.status())
 	}
-	rev1, err := b.storeRevision(ctx)
+	rev1, err := benchstat.StoreRevision(ctx, b.clients[0])
 	if err != nil {
 		return nil, err
 	}
@@ -211,20 +210,6 @@ func (b *bench) measure(ctx context.Context) (*result, error) {
 	r := newResult(tr.pods, start, created, b.creators, b.rate, b.probe)
 	r.cpu, r.writes = tr.busyAllRunning-busy0, rev1-rev0
 	return r, nil
-}
-
-// storeRevision is the store's revision, as a list reports it: it grows
-// by one with every write (of pods, bindings, statuses, events, leases).
-func (b *bench) storeRevision(ctx context.Context) (int64, error) {
-	l, err := b.clients[0].CoreV1().ConfigMaps(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return 0, fmt.Errorf("podbench: reading the store's revision: %w", err)
-	}
-	rv, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("podbench: the store's revision %q: %w", l.ResourceVersion, err)
-	}
-	return rv, nil
 }
 
 // create creates one pod, its time taken just before the first try.

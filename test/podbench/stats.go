@@ -101,9 +101,9 @@ func printReport(w io.Writer, runtime string, r *result) {
 	}
 	fmt.Fprintf(w, "  created in %s (%.1f pods/s); all Running after %s (%.1f pods/s); all Ready after %s (%.1f pods/s)\n",
 		ms(r.created), rate(r.pods, r.created), ms(r.allRunning), rate(r.pods, r.allRunning), ms(r.allReady), rate(r.pods, r.allReady))
-	perPod := float64(max(r.pods, 1))
+	pods := max(r.pods, 1)
 	fmt.Fprintf(w, "  the machine's CPU from the first create to the last Running: %s, %s per pod; %.1f store writes per pod to the last Ready\n",
-		r.cpu.Round(10*time.Millisecond), (r.cpu / time.Duration(perPod)).Round(100*time.Microsecond), float64(r.writes)/perPod)
+		r.cpu.Round(10*time.Millisecond), (r.cpu / time.Duration(pods)).Round(100*time.Microsecond), float64(r.writes)/float64(pods))
 	p99 := percentile(r.toRunning, 99)
 	fmt.Fprintf(w, "  p99 create→Running %s: Kubernetes SLO ≤ %s %s; Cairn target ≤ %s %s\n",
 		ms(p99), kubernetesSLO, verdict(p99 <= kubernetesSLO), cairnTarget, verdict(p99 <= cairnTarget))

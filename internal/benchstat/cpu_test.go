@@ -1,4 +1,4 @@
-package cpustat
+package benchstat
 
 import (
 	"testing"

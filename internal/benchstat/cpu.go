@@ -1,7 +1,7 @@
-// Package cpustat reads how much CPU time the whole machine has spent
-// working, for benchmarks that report CPU per operation: on a shared or
-// virtual machine that figure is steadier than any latency.
-package cpustat
+// Package benchstat reads the figures benchmarks report per operation
+// beside their latencies: the CPU time the whole machine spent, steadier
+// on a shared or virtual machine than any latency, and the store's writes.
+package benchstat
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 func Busy() (time.Duration, error) {
 	raw, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, fmt.Errorf("cpustat: %w", err)
+		return 0, fmt.Errorf("benchstat: %w", err)
 	}
 	return parse(string(raw))
 }
@@ -27,7 +27,7 @@ func parse(stat string) (time.Duration, error) {
 	// cpu user nice system idle iowait irq softirq steal ...
 	fields := strings.Fields(line)
 	if len(fields) < 8 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("cpustat: /proc/stat: unexpected first line %q", line)
+		return 0, fmt.Errorf("benchstat: /proc/stat: unexpected first line %q", line)
 	}
 	var ticks int64
 	for i, f := range fields[1:8] {
@@ -36,7 +36,7 @@ func parse(stat string) (time.Duration, error) {
 		}
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("cpustat: /proc/stat: %q: %w", line, err)
+			return 0, fmt.Errorf("benchstat: /proc/stat: %q: %w", line, err)
 		}
 		ticks += n
 	}
