@@ -169,6 +169,10 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops the server, ending open watches.
 func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
 
+// Close stops the server at once, closing every connection without
+// waiting for the requests on them, as the death of its process would.
+func (s *Server) Close() error { return s.http.Close() }
+
 // Handler returns the API's HTTP handler: health endpoints are open, the
 // rest requires an authenticated user.
 func (s *Server) Handler() http.Handler {

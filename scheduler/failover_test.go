@@ -77,20 +77,28 @@ func TestSchedulingGoesOnAfterTheLeaderIsKilled(t *testing.T) {
 
 	// Every Scheduled event names a pod once: no pod was bound twice.
 	// (The killed leader's last events may be lost with its API server.)
-	evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("reason", "Scheduled").String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, e := range evs.Items {
-		if e.Reason != "Scheduled" {
-			continue
+	// Events are recorded after the bindings, asynchronously: wait for
+	// the new leader's.
+	var seen map[string]bool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", "Scheduled").String()})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if seen[e.InvolvedObject.Name] || e.Count > 1 {
-			t.Fatalf("pod %s was scheduled more than once: %s (count %d)", e.InvolvedObject.Name, e.Message, e.Count)
+		seen = map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Reason != "Scheduled" {
+				continue
+			}
+			if seen[e.InvolvedObject.Name] || e.Count > 1 {
+				t.Fatalf("pod %s was scheduled more than once: %s (count %d)", e.InvolvedObject.Name, e.Message, e.Count)
+			}
+			seen[e.InvolvedObject.Name] = true
 		}
-		seen[e.InvolvedObject.Name] = true
+		if len(seen) >= 20 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(seen) < 20 {
 		t.Fatalf("only %d pods have a Scheduled event; the new leader scheduled at least 20", len(seen))

@@ -268,14 +268,15 @@ func (c *Cluster) Kill(i int) {
 	}
 	c.closed[i] = true
 	c.mu.Unlock()
-	if c.stores[i] != nil {
-		c.stores[i].Close()
-	}
+	// Connections reset at once, as the process's death resets them: a
+	// graceful shutdown would hold the clients' requests in flight on
+	// them for seconds, which no real failure does.
 	if c.apis[i] != nil {
 		c.stops[i]()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.apis[i].Shutdown(ctx)
+		c.apis[i].Close()
+	}
+	if c.stores[i] != nil {
+		c.stores[i].Close()
 	}
 }
 
