@@ -50,6 +50,7 @@ bench: build
 	else echo "proxybench skipped: it needs root (eBPF, network namespaces, iptables)"; fi
 	@if [ "$$(id -u)" = 0 ]; then $(GO) run ./test/podbench $(PODBENCH_FLAGS) && \
 	$(GO) run ./test/podbench -rate 20 $(PODBENCH_FLAGS) && \
+	$(GO) run ./test/podbench -rate 5 $(PODBENCH_FLAGS) && \
 	CAIRN_BIN=$(CURDIR)/$(BIN) $(GO) test ./node/agent -run '^$$' -bench PodStartup -benchtime 1x; \
 	else echo "pod startup benchmarks skipped: they need root (network namespaces, cgroups, containerd)"; fi
 
