@@ -35,6 +35,8 @@ iptables rule the cluster made.`,
 		Example: `  cairn dev --demo          # as root: with the demo Deployment and Service
   cairn dev status          # members (with the leader), nodes and pods
   cairn dev logs s1 -f      # a server's or agent's log (s1-s3, n1-n2)
+  cairn dev stop s2 --kill  # a drill: crash one server or agent...
+  cairn dev start s2        # ...and bring it back
   cairn dev down            # stop it from another terminal`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
@@ -44,7 +46,7 @@ iptables rule the cluster made.`,
 	f.Bool("demo", false, "apply a demo Deployment ("+fmt.Sprint(devcluster.DemoReplicas)+" pods of "+devcluster.DemoImage+") and its ClusterIP Service")
 	f.String("write-kubeconfig", defaultKubeconfig(), "also write the admin kubeconfig here (empty: only DIR/admin.kubeconfig)")
 	f.Int("port-offset", 0, "shift every loopback port (store 2379, peer 2380, metrics 2381, ...), for a cluster next to another; fixed at the first start of --dir")
-	cmd.AddCommand(newDevDownCmd(), newDevStatusCmd(), newDevLogsCmd())
+	cmd.AddCommand(newDevDownCmd(), newDevStatusCmd(), newDevLogsCmd(), newDevStopCmd(), newDevStartCmd())
 	return cmd
 }
 
@@ -134,4 +136,45 @@ func newDevLogsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	return cmd
+}
+
+func newDevStopCmd() *cobra.Command {
+	var kill bool
+	cmd := &cobra.Command{
+		Use:   "stop NAME",
+		Short: "Stop one server or agent of the running cluster (" + strings.Join(devcluster.LogNames(), ", ") + "), for a drill; the rest keeps running",
+		Long: `Ask the running cluster's supervisor to stop one server or agent: with
+SIGTERM, then SIGKILL after 15s, or with --kill at once, as a crash would.
+The supervisor does not restart it: ` + "`cairn dev start NAME`" + ` does. A stopped
+agent's pods keep running, and the agent adopts them when it starts again.`,
+		Example: `  cairn dev stop s1 --kill   # crash a server: the others keep serving
+  cairn dev stop n2          # stop an agent: its node goes NotReady`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, _ := cmd.Flags().GetString("dir")
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return devcluster.Stop(ctx, dir, args[0], kill, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&kill, "kill", false, "stop with SIGKILL at once, as a crash would, instead of SIGTERM")
+	return cmd
+}
+
+func newDevStartCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "start NAME",
+		Short: "Start a stopped or crashed server or agent of the running cluster again and wait until it is ready",
+		Long: `Ask the running cluster's supervisor to start a server or agent that
+exited (stopped with ` + "`cairn dev stop`" + `, or killed) with the arguments it
+first ran with, and wait until it is ready: a server's API server answers,
+an agent's node is Ready. A server catches up with the others through Raft.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, _ := cmd.Flags().GetString("dir")
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return devcluster.Start(ctx, dir, args[0], cmd.OutOrStdout())
+		},
+	}
 }

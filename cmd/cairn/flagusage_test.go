@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,4 +53,58 @@ func TestTLSSANIsAnAPIFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryCommandAndFlagIsInTheReadme walks every command but the
+// embedded kubectl and etcdctl, which document themselves: the README
+// must name each command and each of its flags, as users meet them.
+func TestEveryCommandAndFlagIsInTheReadme(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	skip := map[string]bool{"cairn kubectl": true, "cairn etcdctl": true, "cairn completion": true, "cairn help": true}
+	flags := 0
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := c.CommandPath()
+		if skip[path] || c.Hidden {
+			return
+		}
+		if c.HasParent() && !strings.Contains(readme, strings.TrimPrefix(path, "cairn ")) {
+			t.Errorf("the README does not name the command %q", path)
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden || f.Name == "help" {
+				return
+			}
+			flags++
+			if !documented(readme, f.Name) {
+				t.Errorf("the README does not document %s --%s", path, f.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	if flags < 100 {
+		t.Errorf("found only %d flags: is the walk missing commands?", flags)
+	}
+}
+
+// documented reports whether the README names the flag: whole, as
+// --name, or as the last part of a family a table row lists together,
+// as in "--leader-elect-lease-duration / -renew-deadline".
+func documented(readme, name string) bool {
+	if regexp.MustCompile("--" + regexp.QuoteMeta(name) + `([^\w-]|$)`).MatchString(readme) {
+		return true
+	}
+	for i, r := range name {
+		if r == '-' && strings.Contains(readme, "--"+name[:i]) && strings.Contains(readme, "`"+name[i:]+"`") {
+			return true
+		}
+	}
+	return false
 }

@@ -80,6 +80,8 @@ func Down(ctx context.Context, cfg DownConfig) error {
 	}
 	sweepErr := sweep(l, host, cfg.Logger)
 	os.Remove(l.RunState())
+	// A supervisor killed with -9 leaves its socket.
+	os.Remove(l.Control())
 	if sweepErr != nil {
 		return sweepErr
 	}

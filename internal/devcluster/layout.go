@@ -46,5 +46,9 @@ func (l Layout) Settings() string { return filepath.Join(l.Dir, "cluster.json") 
 // RunState is the file describing the running cluster.
 func (l Layout) RunState() string { return filepath.Join(l.Dir, "run.json") }
 
+// Control is the socket where the supervisor takes start and stop
+// requests.
+func (l Layout) Control() string { return filepath.Join(l.Dir, "control.sock") }
+
 // Lock is the supervisor's lock file.
 func (l Layout) Lock() string { return filepath.Join(l.Dir, "lock") }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,15 +20,7 @@ import (
 func (s *supervisor) startServers(ctx context.Context) error {
 	s.out("Starting servers %s...\n", strings.Join(names(s.topo.Servers), ", "))
 	for _, srv := range s.topo.Servers {
-		c, err := startChild(s.cfg.Binary, srv.Name, KindServer, s.l.Log(srv.Name), "",
-			ServerArgs(s.l, s.topo, srv, s.cfg.LogLevel), s.childExited)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.servers = append(s.servers, c)
-		s.mu.Unlock()
-		if err := s.saveState(); err != nil {
+		if _, err := s.startServer(srv); err != nil {
 			return err
 		}
 	}
@@ -57,46 +50,86 @@ func (s *supervisor) startAgents(ctx context.Context) error {
 	opts := s.nodeOptions()
 	s.out("Starting agents %s (%s CPU, %s memory each)...\n", strings.Join(nodeNames(s.topo.Nodes), ", "), opts.CPU, opts.Memory)
 	for _, n := range s.topo.Nodes {
-		o := opts
-		o.Proxy = s.proxyMode
-		c, err := startChild(s.cfg.Binary, n.Short, KindAgent, s.l.Log(n.Short), n.NetNS(),
-			AgentArgs(s.l, s.topo, n, o, s.cfg.LogLevel), s.childExited)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.agents = append(s.agents, c)
-		s.mu.Unlock()
-		if err := s.saveState(); err != nil {
+		if _, err := s.startAgent(n, opts); err != nil {
 			return err
 		}
 	}
+	begin := time.Now()
+	if err := s.waitNodesReady(ctx, s.agents, s.topo.Nodes, begin); err != nil {
+		return err
+	}
+	s.out("Nodes Ready in %s.\n", time.Since(begin).Round(100*time.Millisecond))
+	return nil
+}
+
+// startServer starts srv's process and records it in the run state,
+// in place of an earlier one.
+func (s *supervisor) startServer(srv Server) (*child, error) {
+	c, err := startChild(s.cfg.Binary, srv.Name, KindServer, s.l.Log(srv.Name), "",
+		ServerArgs(s.l, s.topo, srv, s.cfg.LogLevel), s.childExited)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.servers = replaceChild(s.servers, c)
+	s.mu.Unlock()
+	return c, s.saveState()
+}
+
+// startAgent starts n's agent in its network namespace and records it
+// in the run state, in place of an earlier one.
+func (s *supervisor) startAgent(n Node, opts NodeOptions) (*child, error) {
+	opts.Proxy = s.proxyMode
+	c, err := startChild(s.cfg.Binary, n.Short, KindAgent, s.l.Log(n.Short), n.NetNS(),
+		AgentArgs(s.l, s.topo, n, opts, s.cfg.LogLevel), s.childExited)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.agents = replaceChild(s.agents, c)
+	s.mu.Unlock()
+	return c, s.saveState()
+}
+
+// replaceChild puts c in place of the child of the same name, or at the
+// end.
+func replaceChild(children []*child, c *child) []*child {
+	for i, old := range children {
+		if old.name == c.name {
+			out := slices.Clone(children)
+			out[i] = c
+			return out
+		}
+	}
+	return append(children, c)
+}
+
+// waitNodesReady waits until the nodes are Ready with a Lease their
+// agents renewed since they started, at begin: a restarted agent's Node
+// still says Ready from its last run.
+func (s *supervisor) waitNodesReady(ctx context.Context, agents []*child, nodes []Node, begin time.Time) error {
 	clients, err := newAPIClients(s.l.Dir, s.topo)
 	if err != nil {
 		return err
 	}
-	// A restarted cluster's Nodes still say Ready from the last run: only
-	// a Lease renewed by these agents counts.
-	begin := time.Now()
 	since := begin.Add(-time.Second)
-	err = s.waitFor(ctx, nodesReadyTimeout, s.agents, "the nodes to be Ready", func() bool {
-		var nodes *corev1.NodeList
+	what := "the nodes to be Ready"
+	if len(nodes) == 1 {
+		what = nodes[0].Name + " to be Ready"
+	}
+	return s.waitFor(ctx, nodesReadyTimeout, agents, what, func() bool {
+		var nodeList *corev1.NodeList
 		var leases *coordinationv1.LeaseList
 		err := clients.do(ctx, func(c kubernetes.Interface) error {
 			var err error
-			if nodes, err = c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+			if nodeList, err = c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
 				return err
 			}
 			leases, err = c.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
 			return err
 		})
-		return err == nil && allReady(nodes.Items, leases.Items, nodeNames(s.topo.Nodes), since)
+		return err == nil && allReady(nodeList.Items, leases.Items, nodeNames(nodes), since)
 	})
-	if err != nil {
-		return err
-	}
-	s.out("Nodes Ready in %s.\n", time.Since(begin).Round(100*time.Millisecond))
-	return nil
 }
 
 // allReady reports whether every named node is Ready with a Lease

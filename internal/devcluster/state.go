@@ -84,6 +84,14 @@ func ReadRunState(dir string) (*RunState, error) {
 	return &s, nil
 }
 
+// noAgents says why the cluster has no agents, if it has none.
+func (s *RunState) noAgents() string {
+	if s.Nodes {
+		return "it has agents n1 and n2"
+	}
+	return "it runs its servers only: " + s.NoNodesReason
+}
+
 // SupervisorRunning reports whether the supervisor that wrote the state
 // still runs.
 func (s *RunState) SupervisorRunning() bool { return sameProcess(s.PID, s.StartTime) }

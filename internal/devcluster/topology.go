@@ -153,3 +153,23 @@ func checkPortOffset(off int) error {
 	}
 	return nil
 }
+
+// server returns the server named name (s1).
+func (t Topology) server(name string) (Server, bool) {
+	for _, s := range t.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Server{}, false
+}
+
+// node returns the node of short name short (n1).
+func (t Topology) node(short string) (Node, bool) {
+	for _, n := range t.Nodes {
+		if n.Short == short {
+			return n, true
+		}
+	}
+	return Node{}, false
+}

@@ -109,6 +109,13 @@ func (s *supervisor) run(ctx context.Context) error {
 		}
 		return err
 	}
+	cs, err := s.serveControl()
+	if err != nil {
+		// The cluster runs all the same, without start and stop.
+		s.out("%v\n", err)
+	} else {
+		defer cs.close()
+	}
 	<-ctx.Done()
 	return nil
 }
@@ -200,9 +207,22 @@ func (s *supervisor) saveState() error {
 }
 
 // childExited tells the user about a child that exited on its own: it
-// is not restarted.
+// is not restarted until `cairn dev start` asks.
 func (s *supervisor) childExited(c *child) {
-	s.out("\n%s exited (%s) and is not restarted; its log: %s\n", c.name, c.exitStatus(), c.log)
+	s.out("\n%s exited (%s) and is not restarted; its log: %s\n`%s dev start %s` starts it again.\n",
+		c.name, c.exitStatus(), c.log, s.cfg.Command, c.name)
+}
+
+// waitServerReady waits until the API server of srv, run by c, answers
+// ready.
+func (s *supervisor) waitServerReady(ctx context.Context, c *child, srv Server) error {
+	client, err := kubernetes.NewForConfig(AdminConfig(s.l.Dir, srv.APIURL()))
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	return s.waitFor(ctx, serversReadyTimeout, []*child{c}, srv.Name+"'s API server to be ready", func() bool {
+		return ready(ctx, client)
+	})
 }
 
 // shutdown stops the agents, then the servers, and sweeps the host.

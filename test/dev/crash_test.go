@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,11 +53,19 @@ func TestDevDownCleansUpAfterTheSupervisorCrashed(t *testing.T) {
 			t.Errorf("%s (pid %d) died with the supervisor", p.Name, p.PID)
 		}
 	}
-	out, err := c.command(context.Background(), "dev", "down", "--dir", c.dir).CombinedOutput()
+	// Without its supervisor, the cluster takes no drill requests.
+	out, err := c.command(context.Background(), "dev", "stop", "s1", "--dir", c.dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is gone") {
+		t.Errorf("cairn dev stop without the supervisor: %v\n%s", err, out)
+	}
+	out, err = c.command(context.Background(), "dev", "down", "--dir", c.dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("cairn dev down: %v\n%s", err, out)
 	}
 	for _, left := range leftovers(c.dir) {
 		t.Error(left)
+	}
+	if _, err := os.Stat(devcluster.Layout{Dir: c.dir}.Control()); !os.IsNotExist(err) {
+		t.Errorf("the dead supervisor's control socket outlived cairn dev down: %v", err)
 	}
 }

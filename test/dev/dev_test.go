@@ -25,7 +25,8 @@ var answer = regexp.MustCompile(`^hello from pod (\S+) \((\S+)\) on node (\S+)$`
 // what a user of `cairn dev --demo` sees: two Ready nodes, three demo
 // pods answering through their ClusterIP from any pod, a cluster that
 // keeps taking writes and serving the demo when the leader server is
-// killed, and a host left as it was by `cairn dev down`.
+// killed, servers and agents that `cairn dev start` brings back from a
+// drill, and a host left as it was by `cairn dev down`.
 func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *testing.T) {
 	privtest.Require(t, privtest.CapSysAdmin, privtest.CapNetAdmin, privtest.CapBPF)
 	if _, err := net.InterfaceByName(devcluster.BridgeName); err == nil {
@@ -92,6 +93,7 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		checkScaleDown(t, c, url)
 	})
 
+	var killedLeader string
 	t.Run("killing the leader server keeps writes and the demo going", func(t *testing.T) {
 		leader := leaseHolder(t, c)
 		st, err := devcluster.ReadRunState(c.dir)
@@ -124,6 +126,18 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 			t.Error("no demo pod answered after the leader kill")
 		}
 		t.Logf("the demo answered %s after the kill", time.Since(killed).Round(time.Millisecond))
+		killedLeader = leader
+	})
+
+	t.Run("the killed server starts again with cairn dev start and catches up", func(t *testing.T) {
+		if killedLeader == "" {
+			t.Skip("the leader kill failed")
+		}
+		checkServerComesBack(t, c, killedLeader, "after-leader-kill")
+	})
+
+	t.Run("an agent killed and started again adopts its running pods", func(t *testing.T) {
+		checkAgentAdoptsItsPods(t, c)
 	})
 
 	t.Run("cairn dev down leaves nothing behind", func(t *testing.T) {
