@@ -132,6 +132,9 @@ func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*
 }
 
 // lookPathIn finds a command in the PATH of env, in the tree at root.
+// With root "/", the caller has pivoted into the container's root, where
+// the kernel resolves paths as exec will, symlinks included, and never
+// out of it: one stat per PATH entry does.
 func lookPathIn(root, name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
@@ -147,9 +150,12 @@ func lookPathIn(root, name string, env []string) (string, error) {
 			d = "."
 		}
 		p := filepath.Join(d, name)
-		host, err := rootfs.ResolveIn(root, p)
-		if err != nil {
-			continue
+		host := p
+		if root != "/" {
+			var err error
+			if host, err = rootfs.ResolveIn(root, p); err != nil {
+				continue
+			}
 		}
 		if fi, err := os.Stat(host); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, nil
