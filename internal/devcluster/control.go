@@ -39,6 +39,11 @@ type controlRequest struct {
 	Kill bool `json:"kill,omitempty"`
 }
 
+// requestReadTimeout bounds how long the supervisor waits for a
+// client's request line, so that a client that sends nothing does not
+// keep a goroutine forever.
+const requestReadTimeout = 5 * time.Second
+
 // controlReply is one line of the supervisor's answer.
 type controlReply struct {
 	Line  string `json:"line,omitempty"`
@@ -165,8 +170,9 @@ type controlServer struct {
 	cancel   context.CancelFunc
 	requests sync.WaitGroup
 
-	mu   sync.Mutex
-	busy map[string]bool // children with a request under way
+	mu    sync.Mutex
+	busy  map[string]bool // children with a request under way
+	conns map[net.Conn]bool
 }
 
 func (cs *controlServer) claim(name string) bool {
@@ -208,17 +214,23 @@ func (s *supervisor) serveControl() (*controlServer, error) {
 		os.Remove(p)
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
-	cs := &controlServer{s: s, ln: ul, path: p, busy: map[string]bool{}}
+	cs := &controlServer{s: s, ln: ul, path: p, busy: map[string]bool{}, conns: map[net.Conn]bool{}}
 	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	go cs.accept()
 	return cs, nil
 }
 
 // close stops taking requests and waits for those under way, which it
-// cuts short.
+// cuts short: their clients learn that the cluster is stopping.
 func (cs *controlServer) close() {
 	cs.ln.Close()
 	cs.cancel()
+	cs.mu.Lock()
+	for conn := range cs.conns {
+		// Unblocks a request still being read; answers still go out.
+		conn.SetReadDeadline(time.Now())
+	}
+	cs.mu.Unlock()
 	cs.requests.Wait()
 	os.Remove(cs.path)
 }
@@ -229,10 +241,23 @@ func (cs *controlServer) accept() {
 		if err != nil {
 			return
 		}
+		cs.mu.Lock()
+		if cs.ctx.Err() != nil {
+			cs.mu.Unlock()
+			conn.Close()
+			return
+		}
+		cs.conns[conn] = true
 		cs.requests.Add(1)
+		cs.mu.Unlock()
 		go func() {
 			defer cs.requests.Done()
-			defer conn.Close()
+			defer func() {
+				cs.mu.Lock()
+				delete(cs.conns, conn)
+				cs.mu.Unlock()
+				conn.Close()
+			}()
 			cs.serve(conn)
 		}()
 	}
@@ -241,11 +266,16 @@ func (cs *controlServer) accept() {
 func (cs *controlServer) serve(conn net.Conn) {
 	enc := json.NewEncoder(conn)
 	var req controlRequest
+	conn.SetReadDeadline(time.Now().Add(requestReadTimeout))
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err == nil {
 		err = json.Unmarshal(line, &req)
 	}
-	if err != nil {
+	switch {
+	case err != nil && cs.ctx.Err() != nil:
+		enc.Encode(controlReply{Error: "devcluster: the cluster is stopping"})
+		return
+	case err != nil:
 		enc.Encode(controlReply{Error: fmt.Sprintf("devcluster: a malformed control request: %v", err)})
 		return
 	}

@@ -107,3 +107,24 @@ func TestControlSocketLeftByADeadSupervisorIsReplaced(t *testing.T) {
 		t.Errorf("stop s2 through the new socket: %v", err)
 	}
 }
+
+func TestControlServerStopsDespiteAClientThatSendsNothing(t *testing.T) {
+	_, s := controlledDir(t)
+	cs, err := s.serveControl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := dialControl(context.Background(), s.l.Control())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(50 * time.Millisecond) // accepted, reading its request
+	closed := make(chan struct{})
+	go func() { cs.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(requestReadTimeout / 2):
+		t.Fatal("the control server waited for a client that sent nothing to stop")
+	}
+}
