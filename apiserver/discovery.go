@@ -52,6 +52,9 @@ var subresourceKinds = map[string]schema.GroupVersionKind{
 // resourceVerbs are the verbs r serves: namespaces, as in Kubernetes,
 // cannot be deleted as a collection.
 func resourceVerbs(r *registry.Resource) metav1.Verbs {
+	if r.CreateOnly {
+		return metav1.Verbs{"create"}
+	}
 	if !collectionDeletable(r) {
 		out := metav1.Verbs{}
 		for _, v := range verbsAll {

@@ -108,7 +108,7 @@ func TestAggregatedDiscoveryWithClientGo(t *testing.T) {
 				found[l.GroupVersion+"/"+r.Name] = r
 			}
 		}
-		for _, res := range registry.All() {
+		for _, res := range servedResources(Config{Resources: registry.All()}) {
 			gv := res.GVR.GroupVersion().String()
 			r, ok := found[gv+"/"+res.GVR.Resource]
 			if !ok {
@@ -125,7 +125,8 @@ func TestAggregatedDiscoveryWithClientGo(t *testing.T) {
 				}
 			}
 		}
-		if len(groups) != 7 || groups[0].Name != "" || groups[1].Name != "apps" {
+		// Seven groups of stored resources, then the reviews' two.
+		if len(groups) != 9 || groups[0].Name != "" || groups[1].Name != "apps" || groups[8].Name != "authorization.k8s.io" {
 			t.Errorf("groups %+v", groups)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 // newOpenAPI renders the OpenAPI documents of the served resources once, at
 // startup; kubectl reads them to validate, patch and explain.
 func newOpenAPI(cfg Config) (*openapi.Documents, error) {
-	return openapi.Build(cfg.Resources, openapi.Options{Version: KubernetesVersion})
+	return openapi.Build(servedResources(cfg), openapi.Options{Version: KubernetesVersion})
 }
 
 // serveOpenAPI answers /openapi/v2 and /openapi/v3[/...]; it returns false

@@ -3,17 +3,16 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
 	"cairn/apiserver/storage"
-	"cairn/internal/bootstrap"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,9 +109,10 @@ func servePodPortForward(h *restHandler, w http.ResponseWriter, r *http.Request,
 // through the API, so their credentials may not: a stolen node
 // certificate does not open a shell in every pod of the cluster.
 func (h *restHandler) streamPod(r *http.Request, info requestInfo) (*corev1.Pod, error) {
-	if u, ok := UserFrom(r.Context()); ok && slices.Contains(u.Groups, bootstrap.NodesGroup) {
-		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + info.Subresource}, info.Name,
-			fmt.Errorf("user %q is a node, and nodes may not use pods/%s", u.Name, info.Subresource))
+	if u, ok := UserFrom(r.Context()); ok {
+		if allowed, why := authorize(u, authzRequest{Verb: info.Verb, Resource: "pods", Subresource: info.Subresource}); !allowed {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + info.Subresource}, info.Name, errors.New(why))
+		}
 	}
 	obj, err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), storage.GetOptions{})
 	if err != nil {

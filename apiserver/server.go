@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "apiserver"),
-		discovery: newDiscovery(cfg.Resources),
+		discovery: newDiscovery(servedResources(cfg)),
 		resources: map[schema.GroupVersionResource]*registry.Resource{},
 	}
 	if cfg.Bootstrap != nil {
@@ -231,6 +231,9 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.Group == "" && info.Resource == "bindings" {
 		s.serveBindings(w, r, info)
+		return
+	}
+	if s.serveSelfReview(w, r, info) {
 		return
 	}
 	res, ok := s.resources[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]

@@ -55,9 +55,11 @@ func buildSpec(resources []*registry.Resource) (*spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		listDef, err := define(r.NewList(), gv.WithKind(r.ListKind))
-		if err != nil {
-			return nil, err
+		listDef := ""
+		if !r.CreateOnly {
+			if listDef, err = define(r.NewList(), gv.WithKind(r.ListKind)); err != nil {
+				return nil, err
+			}
 		}
 		if _, ok := s.paths[gv]; !ok {
 			s.gvs = append(s.gvs, gv)

@@ -125,6 +125,11 @@ func resourcePaths(r *registry.Resource, kindDef, listDef string) []pathItem {
 	obj.params = append([]param{paramName}, coll.params...)
 	item := collection + "/{name}"
 	k := r.Kind
+	if r.CreateOnly {
+		return []pathItem{{path: collection, ops: []operation{
+			coll.op("post", "create", "post", "create a "+k, writeParams).takes(kindDef, anyMedia).returns(kindDef, objectMedia, 200, 201, 202),
+		}}}
+	}
 
 	paths := []pathItem{
 		{path: collection, ops: []operation{

@@ -33,6 +33,11 @@ type Resource struct {
 	SelectableFields func(obj runtime.Object) fields.Set
 	// Scale serves the "scale" subresource; nil when there is none.
 	Scale Scaler
+	// CreateOnly resources (the self reviews) are answered on create and
+	// never stored: discovery and OpenAPI show only their create, and
+	// they have neither NewList nor Strategy, nor a handler of the
+	// generic REST layer.
+	CreateOnly bool
 }
 
 // Scaler converts between an object and its autoscaling/v1 Scale.
