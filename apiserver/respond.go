@@ -58,7 +58,13 @@ func (h *restHandler) respond(w http.ResponseWriter, r *http.Request, code int, 
 	if err != nil {
 		return err
 	}
-	enc, err := encoderFor(media.mediaType, h.res.GVR.GroupVersion())
+	return writeObject(w, media.mediaType, h.res.GVR.GroupVersion(), code, obj)
+}
+
+// writeObject encodes obj as an object of gv in mediaType and sends it
+// with code.
+func writeObject(w http.ResponseWriter, mediaType string, gv schema.GroupVersion, code int, obj runtime.Object) error {
+	enc, err := encoderFor(mediaType, gv)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -66,7 +72,7 @@ func (h *restHandler) respond(w http.ResponseWriter, r *http.Request, code int, 
 	if err := enc.Encode(obj, &buf); err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	w.Header().Set("Content-Type", media.mediaType)
+	w.Header().Set("Content-Type", mediaType)
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 	return nil

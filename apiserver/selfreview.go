@@ -85,18 +85,7 @@ func respondCreated(w http.ResponseWriter, r *http.Request, obj runtime.Object, 
 	if media.as != "" {
 		media.mediaType, media.as = mediaJSON, ""
 	}
-	enc, err := encoderFor(media.mediaType, gv)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	var buf bytes.Buffer
-	if err := enc.Encode(obj, &buf); err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	w.Header().Set("Content-Type", media.mediaType)
-	w.WriteHeader(http.StatusCreated)
-	_, _ = w.Write(buf.Bytes())
-	return nil
+	return writeObject(w, media.mediaType, gv, http.StatusCreated, obj)
 }
 
 // decodeReview decodes a review's body into obj; an empty body is an

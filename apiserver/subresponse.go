@@ -1,10 +1,8 @@
 package apiserver
 
 import (
-	"bytes"
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,18 +18,7 @@ func (h *restHandler) respondAs(w http.ResponseWriter, r *http.Request, code int
 	if err != nil {
 		return err
 	}
-	enc, err := encoderFor(media.mediaType, gv)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	var buf bytes.Buffer
-	if err := enc.Encode(obj, &buf); err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	w.Header().Set("Content-Type", media.mediaType)
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
-	return nil
+	return writeObject(w, media.mediaType, gv, code, obj)
 }
 
 // respondSuccess answers a create-only subresource (binding, eviction)
