@@ -148,7 +148,8 @@ SIGTERM, then SIGKILL after 15s, or with --kill at once, as a crash would.
 The supervisor does not restart it: ` + "`cairn dev start NAME`" + ` does. A stopped
 agent's pods keep running, and the agent adopts them when it starts again.`,
 		Example: `  cairn dev stop s1 --kill   # crash a server: the others keep serving
-  cairn dev stop n2          # stop an agent: its node goes NotReady`,
+  cairn dev stop n2 --kill   # crash an agent: its peer reports it, the node is NotReady within seconds
+  cairn dev stop n2          # stop an agent: the node is NotReady once its Lease expires (40s)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, _ := cmd.Flags().GetString("dir")
