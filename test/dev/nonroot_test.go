@@ -67,6 +67,16 @@ func TestDevWithoutRootStartsTheServersOnlyAndSaysWhy(t *testing.T) {
 	if n := len(runningMember.FindAllString(string(status), -1)); n != 3 {
 		t.Errorf("%d running members in:\n%s", n, status)
 	}
+	// Drills work for the cluster's own user: a server comes back; there
+	// are no agents to stop.
+	devControl(t, c, "stop", "s3", "--kill")
+	if out := devControl(t, c, "start", "s3"); !strings.Contains(out, "s3 is ready") {
+		t.Errorf("cairn dev start s3 said:\n%s", out)
+	}
+	noAgent, err := c.command(context.Background(), "dev", "stop", "n1", "--dir", c.dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(noAgent), "n1 is not part of this cluster (it runs its servers only: not running as root") {
+		t.Errorf("cairn dev stop n1 without agents: %v\n%s", err, noAgent)
+	}
 	ns, err := c.command(context.Background(), "kubectl", "--kubeconfig", filepath.Join(c.dir, "admin.kubeconfig"),
 		"get", "namespace", "default", "-o", "name").Output()
 	if err != nil || strings.TrimSpace(string(ns)) != "namespace/default" {
