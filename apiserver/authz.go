@@ -7,6 +7,7 @@ import (
 
 	"cairn/apiserver/authn"
 	"cairn/internal/bootstrap"
+	"cairn/internal/pki"
 )
 
 // The API server's authorization, all in one place so that what it
@@ -16,7 +17,8 @@ import (
 //   - a bootstrap token only joins the cluster (see serveBootstrap), and
 //   - a node's credentials may not run commands in, attach to or forward
 //     ports of pods, so that a stolen node certificate does not open a
-//     shell in every pod of the cluster.
+//     shell in every pod of the cluster, and
+//   - only administrators may impersonate (see impersonate).
 
 // authzRequest is what a request asks to do, as an access review states
 // it.
@@ -35,6 +37,15 @@ var nodeForbiddenSubresources = []string{"exec", "attach", "portforward"}
 
 // authorize decides whether u may make the request, and why not.
 func authorize(u *authn.User, req authzRequest) (allowed bool, reason string) {
+	if req.Verb == "impersonate" {
+		// As with Kubernetes' default roles, only administrators act as
+		// another user: the store members' list, which needs their group,
+		// stays theirs.
+		if slices.Contains(u.Groups, pki.AdminOrganization) {
+			return true, "administrators (group " + pki.AdminOrganization + ") may impersonate"
+		}
+		return false, fmt.Sprintf("user %q may not impersonate: only group %s may", u.Name, pki.AdminOrganization)
+	}
 	if authn.IsBootstrapUser(u) {
 		if req.Resource == "" && strings.HasPrefix(req.Path, bootstrap.PathPrefix) {
 			return true, "bootstrap tokens may join the cluster"

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestSelfReviewsAnswerWhatTheServerEnforces: `kubectl auth whoami` and
@@ -114,5 +115,45 @@ func TestSelfReviewsAnswerWhatTheServerEnforces(t *testing.T) {
 	err = admin.AuthorizationV1().RESTClient().Get().Resource("selfsubjectaccessreviews").Do(ctx).Error()
 	if !errors.As(err, &status) || status.Status().Code != http.StatusMethodNotAllowed {
 		t.Errorf("listing access reviews: %v, want 405", err)
+	}
+}
+
+// TestImpersonationIsForAdministrators: `kubectl --as jane --as-group dev`
+// acts as jane for an administrator, and is refused, never ignored, for
+// anyone else.
+func TestImpersonationIsForAdministrators(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ctx := ctxT(t)
+	whoami := func(cfg *rest.Config) (*authenticationv1.SelfSubjectReview, error) {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	}
+	admin := c.restConfig(0, "admin", "system:masters")
+	admin.Impersonate = rest.ImpersonationConfig{UserName: "jane", Groups: []string{"dev"}, UID: "42"}
+	got, err := whoami(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.Status.UserInfo; u.Username != "jane" || u.UID != "42" || !slices.Equal(u.Groups, []string{"dev", "system:authenticated"}) {
+		t.Errorf("an administrator acting as jane: %+v", u)
+	}
+
+	var status apierrors.APIStatus
+	for _, who := range []struct{ user, group string }{{"system:node:n1", "system:nodes"}, {"jane", "dev"}} {
+		cfg := c.restConfig(0, who.user, who.group)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
+		_, err := whoami(cfg)
+		if !errors.As(err, &status) || status.Status().Code != http.StatusForbidden || !strings.Contains(status.Status().Message, "may not impersonate") {
+			t.Errorf("%s acting as an administrator: %v, want 403", who.user, err)
+		}
+	}
+
+	groupOnly := c.restConfig(0, "admin", "system:masters")
+	groupOnly.Impersonate = rest.ImpersonationConfig{Groups: []string{"dev"}}
+	if _, err := whoami(groupOnly); !errors.As(err, &status) || status.Status().Code != http.StatusBadRequest {
+		t.Errorf("impersonating a group without a user: %v, want 400", err)
 	}
 }

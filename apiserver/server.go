@@ -197,6 +197,10 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, apierrors.NewUnauthorized(msg))
 			return
 		}
+		if user, err = impersonate(r, user); err != nil {
+			writeError(w, err)
+			return
+		}
 		r = r.WithContext(withUser(r.Context(), user))
 		if s.serveBootstrap(w, r, user) {
 			return
