@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -24,13 +23,11 @@ func LogNames() []string {
 // LogPath returns the log file of a server or agent of the cluster in
 // dir, by short name (s1, n1) or node name (cairn-dev-n1).
 func LogPath(dir, name string) (string, error) {
-	short := strings.TrimPrefix(name, NamePrefix)
-	for _, n := range LogNames() {
-		if n == short {
-			return Layout{Dir: dir}.Log(short), nil
-		}
+	short, err := childName(name)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("devcluster: no process named %q: use one of %s", name, strings.Join(LogNames(), ", "))
+	return Layout{Dir: dir}.Log(short), nil
 }
 
 // Logs writes the log of a server or agent to w; with follow it then
