@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,7 +250,64 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 	if err != nil {
 		b.Fatal(err)
 	}
+	settle(b, nodes, prefix)
 	return run
+}
+
+// settle waits until the pods of run prefix are gone, their
+// containers have ended and the machine is idle again. A pod deleted
+// with no grace period still gets the kubelet's minimum of two seconds
+// to stop, and the agents then remove 100 sandboxes: a next run started
+// meanwhile would be measured on cores busy with that teardown.
+func settle(b *testing.B, nodes []*testNode, prefix string) {
+	ctx := context.Background()
+	client := nodes[0].client
+	deadline := time.Now().Add(time.Minute)
+	wait := func(what string, done func() bool) {
+		for !done() {
+			if time.Now().After(deadline) {
+				b.Fatalf("run %s: %s a minute after its pods were deleted", prefix, what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	wait("pods still exist", func() bool {
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(pods.Items) == 0
+	})
+	// Both runtimes put the containers in cgroups under the node's
+	// cgroup root; the pids controller counts what runs below it.
+	wait("containers still run", func() bool {
+		for _, n := range nodes {
+			raw, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", n.cfg.CgroupRoot, "pids.current"))
+			if err != nil && !os.IsNotExist(err) {
+				b.Fatal(err)
+			}
+			if err == nil && strings.TrimSpace(string(raw)) != "0" {
+				return false
+			}
+		}
+		return true
+	})
+	// Idle: under a tenth of the machine busy over two windows in a row.
+	const window = 250 * time.Millisecond
+	idle := time.Duration(float64(window) * float64(runtime.NumCPU()) / 10)
+	for quiet := 0; quiet < 2; {
+		before := busyCPU(b)
+		time.Sleep(window)
+		if busyCPU(b)-before < idle {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if time.Now().After(deadline) {
+			b.Logf("run %s: the machine is still busy a minute after its pods were deleted; measuring anyway", prefix)
+			return
+		}
+	}
 }
 
 // storeRevision is the store's revision: it grows by one with every write.
