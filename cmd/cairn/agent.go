@@ -68,7 +68,8 @@ its Lease expires. Give every agent the same --gossip-key-file.`,
 	f.String("tls-private-key-file", "", "key of --tls-cert-file")
 	f.String("client-ca-file", "", "CA that signs the kubelet API's clients, without --pki-dir (default: the kubeconfig's CA)")
 	f.String("cluster-cidr", "", "range of all pods' addresses; traffic to it is not masqueraded")
-	f.StringSlice("cluster-dns", nil, "DNS servers of ClusterFirst pods (default: the host's resolv.conf)")
+	f.StringSlice("cluster-dns", nil, "DNS servers of ClusterFirst pods (default: the node's own, see --node-dns)")
+	f.Bool("node-dns", true, "serve the cluster's DNS names (Services, pods) to this node's pods on the pod network's gateway, port 53, as their nameserver; other names go to the host's resolv.conf servers (off, or with --cluster-dns: pods get those servers, or the host's resolv.conf)")
 	f.String("cluster-domain", "cluster.local", "DNS domain of the cluster, for pods' search paths")
 	f.StringSlice("node-labels", nil, "labels to add to the Node, key=value, comma-separated")
 	f.StringSlice("register-with-taints", nil, "taints the Node is registered with, key[=value]:Effect, comma-separated")
@@ -155,6 +156,7 @@ func agentConfig(f *pflag.FlagSet) (agent.Config, error) {
 	}
 	k.ContainerLogMaxFiles, _ = f.GetInt("container-log-max-files")
 	k.ClusterDNS, k.ClusterDomain = strs("cluster-dns"), str("cluster-domain")
+	cfg.NodeDNS, _ = f.GetBool("node-dns")
 	k.NodeLeaseRenewInterval, _ = f.GetDuration("node-lease-renew-interval")
 	k.NodeLeaseDuration, _ = f.GetDuration("node-lease-duration")
 	k.NodeStatusUpdateFrequency, _ = f.GetDuration("node-status-update-frequency")

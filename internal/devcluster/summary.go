@@ -48,9 +48,10 @@ func (s *supervisor) printSummary(clusterIP string) {
 	fmt.Fprintf(out, "  %s\n", dev("status"))
 	fmt.Fprintf(out, "  %s\n", dev("logs s1"))
 	if s.state.Nodes {
-		url := fmt.Sprintf("http://%s/", clusterIP)
+		// The node's DNS answers the Service's name in the pod.
+		url := fmt.Sprintf("http://%s/", DemoName)
 		if clusterIP == "" {
-			url = "http://CLUSTER-IP/"
+			url = "http://SERVICE/"
 		}
 		fmt.Fprintf(out, "  %s run client --image=%s --restart=Never -- get --count 6 --retry-for 30s %s\n", kubectl, DemoImage, url)
 		fmt.Fprintf(out, "  %s logs client\n", kubectl)

@@ -90,6 +90,11 @@ type Config struct {
 	TLSCertFile, TLSKeyFile, ClientCAFile string
 	// ClusterCIDR is the range of all pods, kept unmasqueraded.
 	ClusterCIDR string
+	// NodeDNS serves the cluster's DNS names to the node's pods, on the
+	// pod network's gateway at port 53, and makes it the nameserver of
+	// ClusterFirst pods; it is off when Kubelet.ClusterDNS names other
+	// servers. `cairn agent` turns it on by default.
+	NodeDNS bool
 	// Kubelet holds the kubelet's own settings (labels, taints,
 	// capacity, intervals...); the agent fills in the rest.
 	Kubelet kubelet.Config
@@ -198,6 +203,11 @@ func Run(ctx context.Context, cfg Config) error {
 	kc.KubeletPort = cfg.KubeletPort
 	kc.CgroupRoot = cfg.CgroupRoot
 	kc.Routes, kc.Dial = node.routes, node.dial
+	if cfg.NodeDNS && len(kc.ClusterDNS) == 0 {
+		d := newNodeDNS(ctx, &cfg, client, log.With("component", "dns"))
+		defer d.stop()
+		kc.PodNetworkReady, kc.NodeDNS = d.podNetworkReady, d.address
+	}
 	kc.Logger = log.With("component", "kubelet")
 	k, err := kubelet.New(kc)
 	if err != nil {

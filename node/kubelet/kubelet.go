@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,9 +93,15 @@ type Config struct {
 	// CgroupRoot is the cgroup under which pods' cgroups are made.
 	CgroupRoot string
 	// ClusterDNS and ClusterDomain make the resolv.conf of ClusterFirst
-	// pods; without ClusterDNS they get the host's.
+	// pods; without ClusterDNS they get NodeDNS, or else the host's.
 	ClusterDNS    []string
 	ClusterDomain string
+	// PodNetworkReady, when set, is called with the node's podCIDR once
+	// the runtime's pod network is configured for it, before any pod
+	// starts there; NodeDNS then gives the address of the node's own
+	// DNS server, if one serves.
+	PodNetworkReady func(podCIDR string)
+	NodeDNS         func() (netip.Addr, bool)
 	// Routes, when set, gets the other nodes' pod networks.
 	Routes Routes
 	// Dial connects probes and hooks to pods; a net.Dialer's when nil.

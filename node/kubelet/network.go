@@ -82,6 +82,9 @@ func (k *Kubelet) syncPodCIDR(ctx context.Context) {
 		return
 	}
 	k.log.Info("pod network configured", "podCIDR", node.Spec.PodCIDR)
+	if k.cfg.PodNetworkReady != nil {
+		k.cfg.PodNetworkReady(node.Spec.PodCIDR)
+	}
 	k.mu.Lock()
 	k.podCIDR = node.Spec.PodCIDR
 	k.mu.Unlock()

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,25 @@ func TestDNSConfig(t *testing.T) {
 				t.Errorf("got %v", got)
 			}
 		})
+	}
+}
+
+func TestDNSConfigUsesTheNodesServerWithoutClusterDNS(t *testing.T) {
+	serving := false
+	k := &Kubelet{cfg: Config{ClusterDomain: "cluster.local",
+		NodeDNS: func() (netip.Addr, bool) { return netip.MustParseAddr("10.244.0.1"), serving }}}
+	pod := testPod("p").Build()
+	if got := k.dnsConfig(pod); got != nil {
+		t.Errorf("before the node's server serves: %v, want the host's", got)
+	}
+	serving = true
+	got := k.dnsConfig(pod)
+	if got == nil || strings.Join(got.Servers, ",") != "10.244.0.1" || strings.Join(got.Searches, " ") != "ns.svc.cluster.local svc.cluster.local cluster.local" {
+		t.Errorf("with the node's server: %v", got)
+	}
+	k.cfg.ClusterDNS = []string{"10.96.0.10"}
+	if got := k.dnsConfig(pod); got == nil || strings.Join(got.Servers, ",") != "10.96.0.10" {
+		t.Errorf("--cluster-dns comes first: %v", got)
 	}
 }
 

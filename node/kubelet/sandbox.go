@@ -132,8 +132,8 @@ func sysctls(pod *corev1.Pod) map[string]string {
 }
 
 // dnsConfig is the resolv.conf of the pod: the cluster's DNS for
-// ClusterFirst pods when the node knows it, the pod's own for None, and
-// the host's (nil) otherwise.
+// ClusterFirst pods when the node knows it (ClusterDNS, or the node's own
+// server), the pod's own for None, and the host's (nil) otherwise.
 func (k *Kubelet) dnsConfig(pod *corev1.Pod) *runtimeapi.DNSConfig {
 	policy := pod.Spec.DNSPolicy
 	if policy == "" {
@@ -145,12 +145,18 @@ func (k *Kubelet) dnsConfig(pod *corev1.Pod) *runtimeapi.DNSConfig {
 	var cfg *runtimeapi.DNSConfig
 	switch policy {
 	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet:
-		if len(k.cfg.ClusterDNS) == 0 {
+		servers := append([]string(nil), k.cfg.ClusterDNS...)
+		if len(servers) == 0 && k.cfg.NodeDNS != nil {
+			if addr, ok := k.cfg.NodeDNS(); ok {
+				servers = []string{addr.String()}
+			}
+		}
+		if len(servers) == 0 {
 			break
 		}
 		d := k.cfg.ClusterDomain
 		cfg = &runtimeapi.DNSConfig{
-			Servers:  append([]string(nil), k.cfg.ClusterDNS...),
+			Servers:  servers,
 			Searches: []string{pod.Namespace + ".svc." + d, "svc." + d, d},
 			Options:  []string{"ndots:5"},
 		}
