@@ -110,6 +110,8 @@ func records(rrs []dns.RR) []string {
 			out = append(out, "AAAA "+r.AAAA.String())
 		case *dns.CNAME:
 			out = append(out, "CNAME "+r.Target)
+		case *dns.PTR:
+			out = append(out, "PTR "+r.Ptr)
 		case *dns.SRV:
 			out = append(out, "SRV "+r.Target+" "+itoa(r.Port))
 		default:
@@ -182,6 +184,10 @@ func TestClusterNames(t *testing.T) {
 		{"web.other.svc.cluster.local", dns.TypeA, dns.RcodeNameError, nil},
 		{"web.default.cluster.local", dns.TypeA, dns.RcodeNameError, nil},
 		{"default.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, nil},
+		// Reverse lookups of the cluster's addresses, and of others.
+		{reverse(t, clusterIP), dns.TypePTR, dns.RcodeSuccess, []string{"PTR web.default.svc.cluster.local."}},
+		{reverse(t, "10.244.0.7"), dns.TypePTR, dns.RcodeSuccess, []string{"PTR db-0.db.default.svc.cluster.local."}},
+		{reverse(t, "192.0.2.99"), dns.TypePTR, dns.RcodeNameError, nil},
 		// Outside the domain: the upstream's answer.
 		{"db.example.org", dns.TypeA, dns.RcodeSuccess, []string{"A 192.0.2.7"}},
 		{"nosuch.example.org", dns.TypeA, dns.RcodeNameError, nil},
@@ -213,6 +219,32 @@ func TestClusterNames(t *testing.T) {
 			t.Fatal("web.default.svc.cluster.local still resolves 10 s after the Service was deleted")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func reverse(t *testing.T, ip string) string {
+	t.Helper()
+	name, err := dns.ReverseAddr(ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestReverseAddr(t *testing.T) {
+	for _, ip := range []string{"10.96.0.1", "fd00::1:53", "2001:db8::ff00:42:8329"} {
+		name, err := dns.ReverseAddr(ip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := reverseAddr(name); !ok || got != netip.MustParseAddr(ip) {
+			t.Errorf("%s: %v %v", name, got, ok)
+		}
+	}
+	for _, name := range []string{"3.2.1.in-addr.arpa.", "x.3.2.1.in-addr.arpa.", "1.0.ip6.arpa.", "example.org."} {
+		if got, ok := reverseAddr(name); ok {
+			t.Errorf("%s: %v", name, got)
+		}
 	}
 }
 

@@ -14,7 +14,8 @@
 //	_port._proto.svc.ns.svc.DOMAIN    SRV: a named port of the Service
 //	a-b-c-d.ns.pod.DOMAIN             A: the address a.b.c.d
 //
-// Other names in the domain are NXDOMAIN; names outside it go to the
-// node's own resolvers (its resolv.conf). Reverse (PTR) lookups of
-// cluster addresses are not answered here.
+// and PTR for a ClusterIP (the Service's name) or a headless Service's
+// endpoint (its name under the Service). Other names in the domain are
+// NXDOMAIN; names outside it, and reverse lookups of other addresses, go
+// to the node's own resolvers (its resolv.conf).
 package dns

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -202,11 +203,7 @@ func (z *zone) srv(q dns.Question, svc *corev1.Service, port, proto string) answ
 				continue
 			}
 			for _, ip := range endpointAddrs(ep) {
-				host := strings.ReplaceAll(strings.ReplaceAll(ip.String(), ".", "-"), ":", "-")
-				if ep.Hostname != nil && *ep.Hostname != "" {
-					host = strings.ToLower(*ep.Hostname)
-				}
-				target := host + "." + svcName
+				target := endpointHost(ep, ip) + "." + svcName
 				a.answer = append(a.answer, &dns.SRV{Hdr: header(q.Name, dns.TypeSRV), Priority: 0, Weight: 100, Port: uint16(epPort), Target: target})
 				a.extra = append(a.extra, addressRecords(dns.Question{Name: target, Qtype: dns.TypeANY}, []netip.Addr{ip})...)
 			}
@@ -274,6 +271,15 @@ func serving(svc *corev1.Service, ep discoveryv1.Endpoint) bool {
 	return svc.Spec.PublishNotReadyAddresses || ep.Conditions.Ready == nil || *ep.Conditions.Ready
 }
 
+// endpointHost is the label of a headless Service's endpoint at ip: its
+// hostname, or else its address with dashes.
+func endpointHost(ep discoveryv1.Endpoint, ip netip.Addr) string {
+	if ep.Hostname != nil && *ep.Hostname != "" {
+		return strings.ToLower(*ep.Hostname)
+	}
+	return strings.NewReplacer(".", "-", ":", "-").Replace(ip.String())
+}
+
 func endpointAddrs(ep discoveryv1.Endpoint) []netip.Addr {
 	var out []netip.Addr
 	for _, s := range ep.Addresses {
@@ -306,4 +312,70 @@ func addressRecords(q dns.Question, addrs []netip.Addr) []dns.RR {
 
 func header(name string, typ uint16) dns.RR_Header {
 	return dns.RR_Header{Name: name, Rrtype: typ, Class: dns.ClassINET, Ttl: ttl}
+}
+
+// reverse names the cluster's own address ip: a Service's ClusterIP
+// gives the Service's name; an endpoint of a headless Service gives its
+// name under the Service. None: ip is not the cluster's to name.
+func (z *zone) reverse(ip netip.Addr) []string {
+	var names []string
+	services, _ := z.services.List(labels.Everything())
+	for _, svc := range services {
+		for _, s := range svc.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(s); err == nil && a == ip {
+				names = append(names, svc.Name+"."+svc.Namespace+".svc."+z.origin)
+			}
+		}
+	}
+	slices, _ := z.slicesOf.List(labels.Everything())
+	for _, s := range slices {
+		svc, ok := z.lookup(s.Namespace, s.Labels[discoveryv1.LabelServiceName])
+		if !ok || !headless(svc) {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			for _, a := range endpointAddrs(ep) {
+				if a != ip {
+					continue
+				}
+				names = append(names, endpointHost(ep, a)+"."+svc.Name+"."+svc.Namespace+".svc."+z.origin)
+			}
+		}
+	}
+	return names
+}
+
+// reverseAddr reads the address of a reverse lookup's name, e.g.
+// 4.3.2.1.in-addr.arpa. for 1.2.3.4.
+func reverseAddr(name string) (netip.Addr, bool) {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa"); ok {
+		octets := strings.Split(rest, ".")
+		if len(octets) != 4 {
+			return netip.Addr{}, false
+		}
+		slices.Reverse(octets)
+		ip, err := netip.ParseAddr(strings.Join(octets, "."))
+		return ip, err == nil && ip.Is4()
+	}
+	if rest, ok := strings.CutSuffix(name, ".ip6.arpa"); ok {
+		nibbles := strings.Split(rest, ".")
+		if len(nibbles) != 32 {
+			return netip.Addr{}, false
+		}
+		slices.Reverse(nibbles)
+		var b strings.Builder
+		for i, n := range nibbles {
+			if len(n) != 1 {
+				return netip.Addr{}, false
+			}
+			if i > 0 && i%4 == 0 {
+				b.WriteByte(':')
+			}
+			b.WriteString(n)
+		}
+		ip, err := netip.ParseAddr(b.String())
+		return ip, err == nil && ip.Is6()
+	}
+	return netip.Addr{}, false
 }

@@ -199,6 +199,20 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	q := req.Question[0]
+	if q.Qtype == dns.TypePTR && s.synced() {
+		if ip, ok := reverseAddr(q.Name); ok {
+			if names := s.zone.reverse(ip); len(names) > 0 {
+				m := new(dns.Msg)
+				m.SetReply(req)
+				m.Authoritative, m.RecursionAvailable = true, true
+				for _, n := range names {
+					m.Answer = append(m.Answer, &dns.PTR{Hdr: header(q.Name, dns.TypePTR), Ptr: n})
+				}
+				w.WriteMsg(m)
+				return
+			}
+		}
+	}
 	if !s.zone.contains(q.Name) {
 		s.forward(w, req)
 		return
