@@ -23,10 +23,10 @@ var answer = regexp.MustCompile(`^hello from pod (\S+) \((\S+)\) on node (\S+)$`
 
 // TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind is
 // what a user of `cairn dev --demo` sees: two Ready nodes, three demo
-// pods answering through their ClusterIP from any pod, a cluster that
-// keeps taking writes and serving the demo when the leader server is
-// killed, servers and agents that `cairn dev start` brings back from a
-// drill, and a host left as it was by `cairn dev down`.
+// pods answering through their ClusterIP and by name from any pod, a
+// cluster that keeps taking writes and serving the demo when the leader
+// server is killed, servers and agents that `cairn dev start` brings
+// back from a drill, and a host left as it was by `cairn dev down`.
 func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *testing.T) {
 	privtest.Require(t, privtest.CapSysAdmin, privtest.CapNetAdmin, privtest.CapBPF)
 	if _, err := net.InterfaceByName(devcluster.BridgeName); err == nil {
@@ -86,6 +86,13 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		t.Logf("answers from pods %v on nodes %v; the demo runs on %v", seen, nodes, want)
 		if len(want) == 2 && len(nodes) != 2 {
 			t.Errorf("answers came from nodes %v; the demo pods run on %v", nodes, want)
+		}
+	})
+
+	t.Run("a pod reaches the demo by its Service's name, through its node's DNS", func(t *testing.T) {
+		name := fmt.Sprintf("http://%s:%d/", devcluster.DemoName, devcluster.DemoServicePort)
+		if seen := answeringPods(t, c.runClient("client-dns", name, 6), demoPods); len(seen) == 0 {
+			t.Errorf("no demo pod answered at %s", name)
 		}
 	})
 

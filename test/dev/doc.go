@@ -1,7 +1,7 @@
 // Package dev tests `cairn dev` as a user runs it: the real binary starts
 // a local HA cluster (three servers, two agents in network namespaces,
 // the demo Deployment and Service), the test reaches the demo through its
-// ClusterIP from a pod, scales the demo down to one pod and checks that
+// ClusterIP and by its name (the nodes' DNS) from a pod, scales the demo down to one pod and checks that
 // only that pod answers, kills the leader server, and checks that
 // `cairn dev down` leaves nothing behind on the host.
 //
