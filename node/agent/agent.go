@@ -204,7 +204,10 @@ func Run(ctx context.Context, cfg Config) error {
 	kc.CgroupRoot = cfg.CgroupRoot
 	kc.Routes, kc.Dial = node.routes, node.dial
 	if cfg.NodeDNS && len(kc.ClusterDNS) == 0 {
-		d := newNodeDNS(ctx, &cfg, client, log.With("component", "dns"))
+		d, err := newNodeDNS(ctx, &cfg, client, reg, log.With("component", "dns"))
+		if err != nil {
+			return err
+		}
 		defer d.stop()
 		kc.PodNetworkReady, kc.NodeDNS = d.podNetworkReady, d.address
 	}

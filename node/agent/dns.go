@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
 
 	"cairn/node/dns"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -16,11 +18,12 @@ import (
 // gateway, the address every pod of the node reaches without a route,
 // once the node has its podCIDR.
 type nodeDNS struct {
-	ctx    context.Context
-	client kubernetes.Interface
-	domain string
-	netns  string
-	log    *slog.Logger
+	ctx     context.Context
+	client  kubernetes.Interface
+	domain  string
+	netns   string
+	metrics *dns.Metrics
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	addr   netip.Addr // serving there when valid
@@ -28,8 +31,12 @@ type nodeDNS struct {
 	done   chan struct{}
 }
 
-func newNodeDNS(ctx context.Context, cfg *Config, client kubernetes.Interface, log *slog.Logger) *nodeDNS {
-	return &nodeDNS{ctx: ctx, client: client, domain: cfg.Kubelet.ClusterDomain, netns: cfg.NetNS, log: log}
+func newNodeDNS(ctx context.Context, cfg *Config, client kubernetes.Interface, reg prometheus.Registerer, log *slog.Logger) (*nodeDNS, error) {
+	metrics, err := dns.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return &nodeDNS{ctx: ctx, client: client, domain: cfg.Kubelet.ClusterDomain, netns: cfg.NetNS, metrics: metrics, log: log}, nil
 }
 
 // podNetworkReady (re)starts the server on the gateway of podCIDR. A
@@ -49,7 +56,7 @@ func (d *nodeDNS) podNetworkReady(podCIDR string) {
 	}
 	d.stopLocked()
 	s, err := dns.New(dns.Config{Client: d.client, Domain: d.domain, Addr: netip.AddrPortFrom(gw, 53), NetNS: d.netns,
-		Logger: d.log})
+		Metrics: d.metrics, Logger: d.log})
 	if err == nil {
 		err = s.Listen()
 	}

@@ -15,6 +15,8 @@ import (
 	"cairn/internal/testport"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,14 +59,14 @@ func upstream(t *testing.T, name, addr string) string {
 }
 
 // startServer runs a node DNS server on loopback against client.
-func startServer(t *testing.T, client kubernetes.Interface, upstreams []string) string {
+func startServer(t *testing.T, client kubernetes.Interface, upstreams []string, metrics *Metrics) string {
 	t.Helper()
 	ports, err := testport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := netip.MustParseAddrPort(ports[0])
-	s, err := New(Config{Client: client, Addr: addr, Upstreams: upstreams})
+	s, err := New(Config{Client: client, Addr: addr, Upstreams: upstreams, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +162,15 @@ func TestClusterNames(t *testing.T) {
 	mustCreate(err)
 
 	up := upstream(t, "db.example.org.", "192.0.2.7")
-	server := startServer(t, client, []string{up})
+	reg := prometheus.NewPedanticRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := startServer(t, client, []string{up}, metrics)
 	clusterIP := web.Spec.ClusterIP
+	want := map[[2]string]float64{} // source, rcode → queries
+	notOurs := reverse(t, "192.0.2.99")
 	for _, tc := range []struct {
 		name  string
 		qtype uint16
@@ -187,12 +196,17 @@ func TestClusterNames(t *testing.T) {
 		// Reverse lookups of the cluster's addresses, and of others.
 		{reverse(t, clusterIP), dns.TypePTR, dns.RcodeSuccess, []string{"PTR web.default.svc.cluster.local."}},
 		{reverse(t, "10.244.0.7"), dns.TypePTR, dns.RcodeSuccess, []string{"PTR db-0.db.default.svc.cluster.local."}},
-		{reverse(t, "192.0.2.99"), dns.TypePTR, dns.RcodeNameError, nil},
+		{notOurs, dns.TypePTR, dns.RcodeNameError, nil},
 		// Outside the domain: the upstream's answer.
 		{"db.example.org", dns.TypeA, dns.RcodeSuccess, []string{"A 192.0.2.7"}},
 		{"nosuch.example.org", dns.TypeA, dns.RcodeNameError, nil},
 	} {
+		source := sourceCluster
+		if strings.HasSuffix(tc.name, ".example.org") || tc.name == notOurs {
+			source = sourceUpstream
+		}
 		for _, network := range []string{"udp", "tcp"} {
+			want[[2]string{source, dns.RcodeToString[tc.rcode]}]++
 			resp := query(t, server, network, tc.name, tc.qtype)
 			got := records(resp.Answer)
 			if resp.Rcode != tc.rcode || strings.Join(got, ";") != strings.Join(tc.want, ";") {
@@ -207,6 +221,16 @@ func TestClusterNames(t *testing.T) {
 				t.Errorf("%s %s: not authoritative", dns.TypeToString[tc.qtype], tc.name)
 			}
 		}
+	}
+
+	// Each query was counted once, by who answered it and how.
+	for key, n := range want {
+		if got := counterValue(t, metrics.requests.WithLabelValues(key[0], key[1])); got != n {
+			t.Errorf("cairn_dns_requests_total{source=%q,rcode=%q} = %v, want %v", key[0], key[1], got, n)
+		}
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Error(err)
 	}
 
 	// The names follow the API: a deleted Service's name is gone.
@@ -248,6 +272,15 @@ func TestReverseAddr(t *testing.T) {
 	}
 }
 
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
 func TestUpstreamsComeFromResolvConf(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	conf := "# comment\nsearch example.org\nnameserver 10.0.0.2\nnameserver fd00::53\nnameserver bogus\noptions ndots:2\n"
@@ -278,7 +311,7 @@ func TestNewRejectsABadDomain(t *testing.T) {
 
 func TestForwardingWithoutUpstreamsFailsTheQuery(t *testing.T) {
 	c := testcluster.New(t, 1)
-	server := startServer(t, c.Client(0), []string{})
+	server := startServer(t, c.Client(0), []string{}, nil)
 	if resp := query(t, server, "udp", "example.org", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
 		t.Errorf("with no upstream: %s, want SERVFAIL", dns.RcodeToString[resp.Rcode])
 	}

@@ -48,7 +48,9 @@ type Config struct {
 	// ResolvConf is the node's resolver configuration
 	// ("/etc/resolv.conf" if empty).
 	ResolvConf string
-	Logger     *slog.Logger
+	// Metrics, when set, count the answers.
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Server answers DNS queries for a node's pods.
@@ -208,6 +210,7 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 				for _, n := range names {
 					m.Answer = append(m.Answer, &dns.PTR{Hdr: header(q.Name, dns.TypePTR), Ptr: n})
 				}
+				s.cfg.Metrics.observe(sourceCluster, m.Rcode)
 				w.WriteMsg(m)
 				return
 			}
@@ -223,6 +226,7 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if !s.synced() {
 		// Not NXDOMAIN, which a resolver would cache: try again soon.
 		m.SetRcode(req, dns.RcodeServerFailure)
+		s.cfg.Metrics.observe(sourceCluster, m.Rcode)
 		w.WriteMsg(m)
 		return
 	}
@@ -241,6 +245,7 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		m.Truncate(udpSize(req))
 	}
+	s.cfg.Metrics.observe(sourceCluster, m.Rcode)
 	w.WriteMsg(m)
 }
 
@@ -272,9 +277,11 @@ func (s *Server) forward(w dns.ResponseWriter, req *dns.Msg) {
 		s.log.Debug("forwarding a query failed", "name", req.Question[0].Name, "err", err)
 		m := new(dns.Msg)
 		m.SetRcode(req, dns.RcodeServerFailure)
+		s.cfg.Metrics.observe(sourceUpstream, m.Rcode)
 		w.WriteMsg(m)
 		return
 	}
+	s.cfg.Metrics.observe(sourceUpstream, resp.Rcode)
 	resp.Id = req.Id
 	if network == "udp" {
 		resp.Truncate(udpSize(req))
