@@ -69,7 +69,7 @@ its Lease expires. Give every agent the same --gossip-key-file.`,
 	f.String("client-ca-file", "", "CA that signs the kubelet API's clients, without --pki-dir (default: the kubeconfig's CA)")
 	f.String("cluster-cidr", "", "range of all pods' addresses; traffic to it is not masqueraded")
 	f.StringSlice("cluster-dns", nil, "DNS servers of ClusterFirst pods (default: the node's own, see --node-dns)")
-	f.Bool("node-dns", true, "serve the cluster's DNS names (Services, pods) to this node's pods on the pod network's gateway, port 53, as their nameserver; other names go to the host's resolv.conf servers (off, or with --cluster-dns: pods get those servers, or the host's resolv.conf)")
+	f.Bool("node-dns", true, "serve the cluster's DNS names (Services, pods) to this node's pods, as their nameserver, on the pod network's gateway at port 53; other names go to the host's resolvers. Not used with --cluster-dns")
 	f.String("cluster-domain", "cluster.local", "DNS domain of the cluster, for pods' search paths")
 	f.StringSlice("node-labels", nil, "labels to add to the Node, key=value, comma-separated")
 	f.StringSlice("register-with-taints", nil, "taints the Node is registered with, key[=value]:Effect, comma-separated")
