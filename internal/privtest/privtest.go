@@ -37,14 +37,17 @@ type Capability uint
 
 // The capabilities Cairn's privileged tests ask for.
 const (
-	CapNetAdmin Capability = 12
-	CapSysAdmin Capability = 21
-	CapBPF      Capability = 39
+	CapNetBindService Capability = 10
+	CapNetAdmin       Capability = 12
+	CapSysAdmin       Capability = 21
+	CapBPF            Capability = 39
 )
 
 // String returns the capability's name.
 func (c Capability) String() string {
 	switch c {
+	case CapNetBindService:
+		return "CAP_NET_BIND_SERVICE"
 	case CapNetAdmin:
 		return "CAP_NET_ADMIN"
 	case CapSysAdmin:
