@@ -40,6 +40,10 @@ const (
 type ProxyConfig struct {
 	// Client reaches the API server.
 	Client kubernetes.Interface
+	// Informers, when set, is a factory the caller owns, starts and shuts
+	// down, whose Service and EndpointSlice informers the proxy shares
+	// with others; without it the proxy makes its own from Client.
+	Informers informers.SharedInformerFactory
 	// NodeName is this node; it selects the endpoints of Services with
 	// internalTrafficPolicy Local and names the default PinPath.
 	NodeName string
@@ -72,6 +76,7 @@ type Proxy struct {
 	metrics *metrics
 
 	factory   informers.SharedInformerFactory
+	ownsInf   bool // the factory is the proxy's own, to start and shut down
 	services  corelisters.ServiceLister
 	slices    cache.Indexer
 	hasSynced []cache.InformerSynced
@@ -111,12 +116,17 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	factory, owns := cfg.Informers, cfg.Informers == nil
+	if owns {
+		factory = informers.NewSharedInformerFactory(cfg.Client, 0)
+	}
 	p := &Proxy{
 		cfg:        cfg,
 		log:        cfg.Logger,
 		dp:         dp,
 		metrics:    newMetrics(dp.Stats),
-		factory:    informers.NewSharedInformerFactory(cfg.Client, 0),
+		factory:    factory,
+		ownsInf:    owns,
 		queue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		resync:     cfg.ResyncPeriod,
 		programmed: map[string][]datapath.Frontend{},
@@ -200,9 +210,11 @@ func (p *Proxy) enqueue(key string) {
 // have synced it programs the complete state, and only then attaches the
 // programs, so a restarted agent never serves from half-filled maps.
 func (p *Proxy) Run(ctx context.Context) error {
-	defer p.factory.Shutdown()
+	if p.ownsInf {
+		defer p.factory.Shutdown()
+		p.factory.Start(ctx.Done())
+	}
 	defer p.queue.ShutDown()
-	p.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), p.hasSynced...) {
 		return fmt.Errorf("ebpf: informer caches did not sync: %w", ctx.Err())
 	}

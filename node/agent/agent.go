@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -170,11 +171,18 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		balancerCollector{conn.balancer})
-	stopProxy, err := startProxy(ctx, &cfg, client, reg, log)
+	// One watch of the Services and EndpointSlices serves the Service
+	// proxy and the DNS server.
+	serviceInformers := informers.NewSharedInformerFactory(client, 0)
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	defer serviceInformers.Shutdown()
+	defer stopInformers()
+	stopProxy, err := startProxy(ctx, &cfg, client, serviceInformers, reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopProxy()
+	serviceInformers.Start(informersCtx.Done())
 	nodeIP := cfg.NodeIP
 	if nodeIP == nil {
 		if nodeIP, err = hostIP(); err != nil {
@@ -204,7 +212,7 @@ func Run(ctx context.Context, cfg Config) error {
 	kc.CgroupRoot = cfg.CgroupRoot
 	kc.Routes, kc.Dial = node.routes, node.dial
 	if cfg.NodeDNS && len(kc.ClusterDNS) == 0 {
-		d, err := newNodeDNS(ctx, &cfg, client, reg, log.With("component", "dns"))
+		d, err := newNodeDNS(informersCtx, &cfg, serviceInformers, reg, log.With("component", "dns"))
 		if err != nil {
 			return err
 		}

@@ -11,19 +11,19 @@ import (
 	"cairn/node/dns"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
 )
 
 // nodeDNS runs the node's cluster DNS server on the pod network's
 // gateway, the address every pod of the node reaches without a route,
 // once the node has its podCIDR.
 type nodeDNS struct {
-	ctx     context.Context
-	client  kubernetes.Interface
-	domain  string
-	netns   string
-	metrics *dns.Metrics
-	log     *slog.Logger
+	ctx       context.Context
+	informers informers.SharedInformerFactory
+	domain    string
+	netns     string
+	metrics   *dns.Metrics
+	log       *slog.Logger
 
 	mu     sync.Mutex
 	addr   netip.Addr // serving there when valid
@@ -31,12 +31,14 @@ type nodeDNS struct {
 	done   chan struct{}
 }
 
-func newNodeDNS(ctx context.Context, cfg *Config, client kubernetes.Interface, reg prometheus.Registerer, log *slog.Logger) (*nodeDNS, error) {
+// newNodeDNS prepares the server; it shares inf, which lives as long as
+// ctx, with the agent's other watchers of Services and EndpointSlices.
+func newNodeDNS(ctx context.Context, cfg *Config, inf informers.SharedInformerFactory, reg prometheus.Registerer, log *slog.Logger) (*nodeDNS, error) {
 	metrics, err := dns.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return &nodeDNS{ctx: ctx, client: client, domain: cfg.Kubelet.ClusterDomain, netns: cfg.NetNS, metrics: metrics, log: log}, nil
+	return &nodeDNS{ctx: ctx, informers: inf, domain: cfg.Kubelet.ClusterDomain, netns: cfg.NetNS, metrics: metrics, log: log}, nil
 }
 
 // podNetworkReady (re)starts the server on the gateway of podCIDR. A
@@ -55,7 +57,7 @@ func (d *nodeDNS) podNetworkReady(podCIDR string) {
 		return
 	}
 	d.stopLocked()
-	s, err := dns.New(dns.Config{Client: d.client, Domain: d.domain, Addr: netip.AddrPortFrom(gw, 53), NetNS: d.netns,
+	s, err := dns.New(dns.Config{Informers: d.informers, Domain: d.domain, Addr: netip.AddrPortFrom(gw, 53), NetNS: d.netns,
 		Metrics: d.metrics, Logger: d.log})
 	if err == nil {
 		err = s.Listen()
@@ -64,6 +66,8 @@ func (d *nodeDNS) podNetworkReady(podCIDR string) {
 		d.log.Error("cluster DNS not started: pods on this node get the host's resolvers (or start the agent with --cluster-dns)", "err", err)
 		return
 	}
+	// Informers New asked for start now, once: they outlive this server.
+	d.informers.Start(d.ctx.Done())
 	ctx, cancel := context.WithCancel(d.ctx)
 	done := make(chan struct{})
 	go func() {

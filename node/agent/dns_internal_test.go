@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 )
 
 // The node's DNS server starts on the gateway of the podCIDR it is
@@ -19,9 +20,11 @@ import (
 func TestNodeDNSServesOnTheGatewayOrStepsAside(t *testing.T) {
 	privtest.Require(t, privtest.CapNetBindService)
 	c := testcluster.New(t, 1)
+	inf := informers.NewSharedInformerFactory(c.Client(0), 0)
+	defer inf.Shutdown()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := newNodeDNS(ctx, &Config{}, c.Client(0), prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	d, err := newNodeDNS(ctx, &Config{}, inf, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

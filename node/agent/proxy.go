@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -25,10 +26,11 @@ const (
 // bpffsRoot is where the kernel's bpf filesystem is conventionally mounted.
 const bpffsRoot = "/sys/fs/bpf"
 
-// startProxy starts the Service proxy the configuration asks for and
-// returns how to stop it. Without what eBPF needs it fails with the
+// startProxy starts the Service proxy the configuration asks for, on the
+// Service and EndpointSlice informers of inf (which the caller starts
+// afterwards), and returns how to stop it. Without what eBPF needs it fails with the
 // reason, rather than leaving Services silently unreachable.
-func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
+func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, inf informers.SharedInformerFactory, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	switch cfg.Proxy {
 	case ProxyNone, "":
 		log.Info("Service proxy off (--proxy none): ClusterIPs are not forwarded on this node")
@@ -38,7 +40,7 @@ func startProxy(ctx context.Context, cfg *Config, client kubernetes.Interface, r
 		return nil, fmt.Errorf("agent: unknown --proxy %q: use ebpf or none", cfg.Proxy)
 	}
 	pc := ebpf.ProxyConfig{
-		Client: client, NodeName: cfg.NodeName, CgroupPath: cfg.BPFCgroup, PinPath: cfg.BPFPinPath,
+		Client: client, Informers: inf, NodeName: cfg.NodeName, CgroupPath: cfg.BPFCgroup, PinPath: cfg.BPFPinPath,
 		Logger: log.With("component", "proxy"), Metrics: reg,
 	}
 	if err := mountBPFFS(pc.PinPath, log); err != nil {

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -66,7 +67,8 @@ func startServer(t *testing.T, client kubernetes.Interface, upstreams []string, 
 		t.Fatal(err)
 	}
 	addr := netip.MustParseAddrPort(ports[0])
-	s, err := New(Config{Client: client, Addr: addr, Upstreams: upstreams, Metrics: metrics})
+	inf := informers.NewSharedInformerFactory(client, 0)
+	s, err := New(Config{Informers: inf, Addr: addr, Upstreams: upstreams, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +76,7 @@ func startServer(t *testing.T, client kubernetes.Interface, upstreams []string, 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	inf.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 	t.Cleanup(func() {
@@ -81,6 +84,7 @@ func startServer(t *testing.T, client kubernetes.Interface, upstreams []string, 
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+		inf.Shutdown()
 	})
 	if !s.WaitForSync(ctx) {
 		t.Fatal("the DNS caches did not sync")
@@ -303,7 +307,7 @@ func TestUpstreamsComeFromResolvConf(t *testing.T) {
 
 func TestNewRejectsABadDomain(t *testing.T) {
 	c := testcluster.New(t, 1)
-	_, err := New(Config{Client: c.Client(0), Addr: netip.MustParseAddrPort("127.0.0.1:53"), Domain: "bad domain"})
+	_, err := New(Config{Informers: informers.NewSharedInformerFactory(c.Client(0), 0), Addr: netip.MustParseAddrPort("127.0.0.1:53"), Domain: "bad domain"})
 	if err == nil || !strings.Contains(err.Error(), "not a domain name") {
 		t.Fatalf("New with a bad domain: %v", err)
 	}

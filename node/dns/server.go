@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -32,7 +31,10 @@ const forwardTimeout = 2 * time.Second
 
 // Config is what a node's DNS server needs.
 type Config struct {
-	Client kubernetes.Interface
+	// Informers gives the Services and EndpointSlices the names come
+	// from; the caller starts it (again after New, which may add
+	// informers to it) and shuts it down.
+	Informers informers.SharedInformerFactory
 	// Domain is the cluster domain (DefaultDomain if empty).
 	Domain string
 	// Addr is where to listen, on UDP and TCP. The address need not
@@ -60,15 +62,14 @@ type Server struct {
 	zone      *zone
 	synced    func() bool
 	upstreams []string
-	factory   informers.SharedInformerFactory
 	pc        net.PacketConn
 	ln        net.Listener
 }
 
 // New prepares a server; Listen and Serve run it.
 func New(cfg Config) (*Server, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("dns: no API client")
+	if cfg.Informers == nil {
+		return nil, errors.New("dns: no informer factory")
 	}
 	if !cfg.Addr.IsValid() {
 		return nil, errors.New("dns: no address to listen on")
@@ -104,11 +105,10 @@ func New(cfg Config) (*Server, error) {
 			kept = append(kept, u)
 		}
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
-	services := factory.Core().V1().Services()
-	slices := factory.Discovery().V1().EndpointSlices()
+	services := cfg.Informers.Core().V1().Services()
+	slices := cfg.Informers.Discovery().V1().EndpointSlices()
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, upstreams: kept, factory: factory,
+		cfg: cfg, log: cfg.Logger, upstreams: kept,
 		zone: &zone{origin: origin, services: services.Lister(), slicesOf: slices.Lister()},
 	}
 	svcSynced, sliceSynced := services.Informer().HasSynced, slices.Informer().HasSynced
@@ -143,8 +143,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.pc == nil {
 		return errors.New("dns: Serve before Listen")
 	}
-	s.factory.Start(ctx.Done())
-	defer s.factory.Shutdown()
 	handler := dns.HandlerFunc(s.serveDNS)
 	servers := []*dns.Server{
 		{PacketConn: s.pc, Handler: handler},
