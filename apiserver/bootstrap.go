@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"cairn/apiserver/authz"
 	"cairn/apiserver/registry/scheduling"
 	"cairn/apiserver/storage"
 
@@ -18,7 +19,9 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // ensureSystemObjects creates the system namespaces and the built-in
 // priority classes if they are missing, then keeps the kubernetes service
-// until ctx ends. Every API server does it; creation is idempotent.
+// until ctx ends; meanwhile it creates the default roles and bindings if
+// they are missing, which the kubernetes service does not wait for.
+// Every API server does it; creation is idempotent.
 func (s *Server) ensureSystemObjects(ctx context.Context) {
 	var objs []runtime.Object
 	for _, name := range systemNamespaces {
@@ -27,6 +30,21 @@ func (s *Server) ensureSystemObjects(ctx context.Context) {
 	for _, pc := range scheduling.SystemClasses() {
 		objs = append(objs, pc)
 	}
+	s.createAllIfMissing(ctx, objs)
+	var rbac []runtime.Object
+	for _, cr := range authz.DefaultClusterRoles() {
+		rbac = append(rbac, cr)
+	}
+	for _, crb := range authz.DefaultClusterRoleBindings() {
+		rbac = append(rbac, crb)
+	}
+	go s.createAllIfMissing(ctx, rbac)
+	s.maintainServices(ctx)
+}
+
+// createAllIfMissing creates each of objs that is missing, retrying
+// until it is there or ctx ends.
+func (s *Server) createAllIfMissing(ctx context.Context, objs []runtime.Object) {
 	for _, obj := range objs {
 		h, ok := s.handlerFor(obj)
 		if !ok {
@@ -44,7 +62,6 @@ func (s *Server) ensureSystemObjects(ctx context.Context) {
 			}
 		}
 	}
-	s.maintainServices(ctx)
 }
 
 // handlerFor returns the handler of a cluster-scoped object's resource.

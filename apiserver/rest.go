@@ -244,6 +244,9 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 	if err := h.admitPriority(ctx, obj); err != nil {
 		return nil, err
 	}
+	if err := h.admitRBAC(ctx, obj, nil); err != nil {
+		return nil, err
+	}
 	undo, err := h.admit(ctx, obj, dryRun(r))
 	if err != nil {
 		return nil, err
@@ -321,6 +324,9 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			if err := h.admitPriority(ctx, obj); err != nil {
 				return nil, err
 			}
+			if err := h.admitRBAC(ctx, obj, nil); err != nil {
+				return nil, err
+			}
 		} else {
 			cm, _ := metaOf(current)
 			if rv := m.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
@@ -352,6 +358,9 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			}
 			if errs := h.res.Strategy.ValidateUpdate(ctx, obj, current); len(errs) > 0 {
 				return nil, invalid(h.res, info.Name, errs)
+			}
+			if err := h.admitRBAC(ctx, obj, current); err != nil {
+				return nil, err
 			}
 			if err := hook.admit(obj, current); err != nil {
 				return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"cairn/apiserver/authn"
+	"cairn/apiserver/authz"
 	"cairn/apiserver/registry"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -51,9 +52,9 @@ func (s *Server) serveSelfReview(w http.ResponseWriter, r *http.Request, info re
 	case selfSubjectReviews:
 		review = reviewSelf
 	case selfSubjectAccessReviews:
-		review = reviewSelfAccess
+		review = s.reviewSelfAccess
 	case selfSubjectRulesReviews:
-		review = reviewSelfRules
+		review = s.reviewSelfRules
 	default:
 		return false
 	}
@@ -106,46 +107,71 @@ func reviewSelf(u *authn.User, decode func(runtime.Object) error) (runtime.Objec
 	return out, nil
 }
 
-func reviewSelfAccess(u *authn.User, decode func(runtime.Object) error) (runtime.Object, error) {
+func (s *Server) reviewSelfAccess(u *authn.User, decode func(runtime.Object) error) (runtime.Object, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{}
 	if err := decode(review); err != nil {
 		return nil, err
 	}
 	res, nonRes := review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes
-	var req authzRequest
+	var req authz.Request
 	switch {
 	case (res == nil) == (nonRes == nil):
 		return nil, apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview").GroupKind(), "",
 			field.ErrorList{field.Invalid(field.NewPath("spec"), "", "exactly one of resourceAttributes and nonResourceAttributes must be set")})
 	case res != nil:
-		req = authzRequest{Verb: res.Verb, Group: res.Group, Resource: res.Resource, Subresource: res.Subresource}
+		req = authz.Request{Verb: res.Verb, Namespace: res.Namespace, Group: res.Group, Resource: res.Resource,
+			Subresource: res.Subresource, Name: res.Name}
 	default:
-		req = authzRequest{Verb: nonRes.Verb, Path: nonRes.Path}
+		req = authz.Request{Verb: nonRes.Verb, Path: nonRes.Path}
 	}
-	review.Status.Allowed, review.Status.Reason = authorize(u, req)
+	review.Status.Allowed, review.Status.Reason = s.authorize(u, req)
 	review.Status.Denied = !review.Status.Allowed
 	return review, nil
 }
 
-func reviewSelfRules(u *authn.User, decode func(runtime.Object) error) (runtime.Object, error) {
+// reviewSelfRules lists what the user may do in the review's namespace
+// (`kubectl auth can-i --list`).
+func (s *Server) reviewSelfRules(u *authn.User, decode func(runtime.Object) error) (runtime.Object, error) {
 	review := &authorizationv1.SelfSubjectRulesReview{}
 	if err := decode(review); err != nil {
 		return nil, err
 	}
 	all := []string{"*"}
-	review.Status = authorizationv1.SubjectRulesReviewStatus{
+	everything := authorizationv1.SubjectRulesReviewStatus{
 		ResourceRules:    []authorizationv1.ResourceRule{{Verbs: all, APIGroups: all, Resources: all}},
 		NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: all, NonResourceURLs: all}},
 	}
-	if isNode(u) {
+	switch {
+	case isAdmin(u):
+		review.Status = everything
+	case isNode(u):
 		// Rules only grant, so the nodes' exceptions cannot be listed as
 		// rules: the answer says it is incomplete, and why.
+		review.Status = everything
 		review.Status.Incomplete = true
 		subs := make([]string, len(nodeForbiddenSubresources))
 		for i, sub := range nodeForbiddenSubresources {
 			subs[i] = "pods/" + sub
 		}
-		review.Status.EvaluationError = "nodes may not use " + strings.Join(subs, ", ") + ", which these rules do not show"
+		review.Status.EvaluationError = "nodes may not use " + strings.Join(subs, ", ") +
+			", impersonate, or write roles and bindings, which these rules do not show"
+	default:
+		policy := s.rbac.policy()
+		if policy == nil {
+			review.Status.Incomplete = true
+			review.Status.EvaluationError = "the roles and bindings are still loading"
+			break
+		}
+		for _, r := range policy.RulesFor(authz.User{Name: u.Name, Groups: u.Groups}, review.Spec.Namespace) {
+			if len(r.Resources) > 0 {
+				review.Status.ResourceRules = append(review.Status.ResourceRules, authorizationv1.ResourceRule{
+					Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+			}
+			if len(r.NonResourceURLs) > 0 {
+				review.Status.NonResourceRules = append(review.Status.NonResourceRules, authorizationv1.NonResourceRule{
+					Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			}
+		}
 	}
 	return review, nil
 }

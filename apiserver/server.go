@@ -65,7 +65,7 @@ type Config struct {
 	// nil: off.
 	Bootstrap *BootstrapConfig
 	// Metrics receives the request metrics; MetricsHandler, if set, is
-	// served at /metrics to authenticated clients (the process's whole
+	// served at /metrics to clients allowed to get it (the process's whole
 	// registry, as kube-apiserver serves its own).
 	Metrics        prometheus.Registerer
 	MetricsHandler http.Handler
@@ -84,6 +84,7 @@ type Server struct {
 	// are not served.
 	services *serviceAllocator
 	metrics  *requestMetrics
+	rbac     *rbacPolicy
 }
 
 // KubernetesVersion is the Kubernetes API version this server implements.
@@ -132,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 				FenceOf: fenceOf(r.GVR)})
 		s.handlers[r.GVR] = &restHandler{s: s, res: r, store: st, createFields: newCreateFieldsCache()}
 	}
+	s.rbac = s.newRBACPolicy()
 	services, err := s.newServiceAllocator()
 	if err != nil {
 		return nil, err
@@ -197,7 +199,7 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, apierrors.NewUnauthorized(msg))
 			return
 		}
-		if user, err = impersonate(r, user); err != nil {
+		if user, err = s.impersonate(r, user); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -214,6 +216,13 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	if u, ok := UserFrom(r.Context()); !ok {
+		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	} else if err := s.checkAccess(r, u); err != nil {
+		writeError(w, err)
+		return
+	}
 	if r.URL.Path == "/metrics" && s.cfg.MetricsHandler != nil {
 		s.cfg.MetricsHandler.ServeHTTP(w, r)
 		return

@@ -67,6 +67,7 @@ type watchCache struct {
 	window      []*event
 	head, n     int // ring buffer: oldest at head, n events
 	ready       bool
+	changes     uint64        // counts the changes of tree: replaces and events
 	fresh       chan struct{} // closed, and replaced, when rv or ready change
 	waiters     int           // readers waiting for rv to advance
 	watchers    map[*cacheWatcher]struct{}
@@ -103,6 +104,7 @@ func (c *watchCache) replace(tree *btree.BTreeG[*entry], rev int64) {
 	clear(c.window)
 	c.head, c.n = 0, 0
 	c.ready = true
+	c.changes++
 	c.unsafeNotify()
 }
 
@@ -162,6 +164,7 @@ func (c *watchCache) apply(changes []change) {
 			continue
 		}
 		c.rv = ch.rev
+		c.changes++
 		c.unsafeAppend(ev)
 		c.unsafeDispatch(ev)
 	}

@@ -256,3 +256,36 @@ func TestUpdateFromAStaleCacheCopy(t *testing.T) {
 		t.Fatalf("a write was lost: %v", d)
 	}
 }
+
+// TestObjectsAndChanges: Objects hands the cache's objects, and Changes
+// moves with every change of them (and only then), which is how callers
+// deriving state from a cache, like the RBAC authorizer, know to derive
+// it again.
+func TestObjectsAndChanges(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, 1)
+	s := newConfigMapStore(t, c.local(0), StoreOptions{})
+	ctx := ctxT(t)
+	n0, ok := s.Changes()
+	if !ok {
+		t.Fatal("a ready cache is not ok")
+	}
+	if _, err := s.Create(ctx, s.Key("ns", "a"), cm("ns", "a", nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, _ := s.Changes(); return n != n0 })
+	objs, n1, ok := s.Objects()
+	if !ok || len(objs) != 1 || objs[0].(*corev1.ConfigMap).Name != "a" {
+		t.Fatalf("objects after a create: %v (ok %v)", objs, ok)
+	}
+	if n, _ := s.Changes(); n != n1 {
+		t.Errorf("changes moved from %d to %d with nothing written", n1, n)
+	}
+	if _, err := s.Delete(ctx, s.Key("ns", "a"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, _ := s.Changes(); return n != n1 })
+	if objs, _, _ := s.Objects(); len(objs) != 0 {
+		t.Errorf("objects after the delete: %v", objs)
+	}
+}

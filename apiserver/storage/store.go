@@ -254,3 +254,32 @@ func (s *Store) Stop() {
 // Count returns how many objects the watch cache holds (0 before it is
 // ready), for metrics.
 func (s *Store) Count() int { return s.cache.count() }
+
+// Changes counts the changes of the watch cache: it moves whenever the
+// set of objects Objects returns does, so a caller that derives state
+// from them knows when to derive it again. ok is false until the cache
+// is ready.
+func (s *Store) Changes() (n uint64, ok bool) {
+	c := s.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changes, c.ready
+}
+
+// Objects returns every object in the watch cache, shared read-only:
+// callers must not change them. changes is Changes at that moment.
+func (s *Store) Objects() (objs []runtime.Object, changes uint64, ok bool) {
+	c := s.cache
+	c.mu.Lock()
+	tree, changes, ready := c.tree.Clone(), c.changes, c.ready
+	c.mu.Unlock()
+	if !ready {
+		return nil, 0, false
+	}
+	objs = make([]runtime.Object, 0, tree.Len())
+	tree.Ascend(func(e *entry) bool {
+		objs = append(objs, e.obj)
+		return true
+	})
+	return objs, changes, true
+}

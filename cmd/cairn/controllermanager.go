@@ -111,7 +111,7 @@ func runElected(cmd *cobra.Command, loop leader.Loop) error {
 	}
 	path, _ := f.GetString("kubeconfig")
 	if path == "" {
-		return errors.New("--kubeconfig is required (e.g. one from `cairn kubeconfig --user system:kube-scheduler`)")
+		return errors.New("--kubeconfig is required: e.g. one from `cairn kubeconfig --user system:kube-controller-manager` (or `--user system:kube-scheduler`), users the default roles cover")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
