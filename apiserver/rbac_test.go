@@ -24,21 +24,11 @@ func (c *testCluster) userClient(i int, user string, groups ...string) kubernete
 	return cs
 }
 
-// eventually retries f for up to 10 s: roles and bindings reach each
-// replica's authorizer through its watch cache, as in Kubernetes.
+// eventually waits up to 10 s for f to succeed: roles and bindings reach
+// each replica's authorizer through its watch cache, as in Kubernetes.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, what, func() bool { return f() == nil })
 }
 
 func wantForbidden(t *testing.T, what string, err error, says string) {
