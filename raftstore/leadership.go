@@ -72,6 +72,7 @@ func (s *Server) watchLeadership() {
 // leadership epoch) and then marks this replica ready for leader-only work.
 func (s *Server) establishLeadership(ctx context.Context) {
 	for ctx.Err() == nil {
+		term := s.raft.CurrentTerm()
 		data, _ := encodeCommand(cmdLeaderBarrier, &pb.RequestHeader{ID: s.meta.MemberID})
 		f := s.raft.Apply(data, s.cfg.RequestTimeout)
 		if err := s.awaitApplied(f); err != nil {
@@ -85,11 +86,17 @@ func (s *Server) establishLeadership(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if s.raft.CurrentTerm() != term {
+			// Leadership was lost and won again while the barrier was in
+			// flight: the read index must come from a barrier of this term.
+			continue
+		}
 		s.lessor.promote()
 		epoch := f.Response().(*applyResult).resp.(*pb.ResponseHeader).RaftTerm
 		s.leadMu.Lock()
 		s.lead = &Leadership{Epoch: epoch, Context: ctx}
 		s.leadMu.Unlock()
+		s.readyTerm.Store(term)
 		s.ready.Store(true)
 		s.metrics.isLeader.Set(1)
 		s.leaderSig.fire()
@@ -100,6 +107,7 @@ func (s *Server) establishLeadership(ctx context.Context) {
 
 func (s *Server) revokeLeadership() {
 	s.ready.Store(false)
+	s.readyTerm.Store(0)
 	s.leadMu.Lock()
 	s.lead = nil
 	s.leadMu.Unlock()

@@ -24,6 +24,7 @@ const (
 	peerMethodReadIndex  = "/" + peerServiceName + "/ReadIndex"
 	peerMethodLeaseRenew = "/" + peerServiceName + "/LeaseRenew"
 	peerMethodLeaseTTL   = "/" + peerServiceName + "/LeaseTTL"
+	peerMethodTerm       = "/" + peerServiceName + "/Term"
 )
 
 // peerService is implemented by Server; the interface lets grpc check
@@ -32,6 +33,7 @@ type peerService interface {
 	peerReadIndex(ctx context.Context, in *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error)
 	peerLeaseRenew(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
 	peerLeaseTTL(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error)
+	peerTerm(ctx context.Context, in *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error)
 }
 
 func unaryHandler[In any, Out any](call func(peerService, context.Context, *In) (*Out, error)) grpc.MethodHandler {
@@ -51,6 +53,7 @@ var peerServiceDesc = grpc.ServiceDesc{
 		{MethodName: "ReadIndex", Handler: unaryHandler(peerService.peerReadIndex)},
 		{MethodName: "LeaseRenew", Handler: unaryHandler(peerService.peerLeaseRenew)},
 		{MethodName: "LeaseTTL", Handler: unaryHandler(peerService.peerLeaseTTL)},
+		{MethodName: "Term", Handler: unaryHandler(peerService.peerTerm)},
 	},
 }
 
@@ -69,6 +72,12 @@ func (s *Server) peerReadIndex(ctx context.Context, _ *wrapperspb.UInt64Value) (
 		return nil, err
 	}
 	return wrapperspb.UInt64(index), nil
+}
+
+// peerTerm answers a leader confirming its term for a read index
+// (confirmTerm) with this replica's current term.
+func (s *Server) peerTerm(_ context.Context, _ *wrapperspb.UInt64Value) (*wrapperspb.UInt64Value, error) {
+	return wrapperspb.UInt64(s.raft.CurrentTerm()), nil
 }
 
 func (s *Server) peerLeaseRenew(ctx context.Context, in *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {

@@ -193,7 +193,7 @@ func (s *Server) linearizableRead(ctx context.Context) error {
 // asking the leader.
 func (s *Server) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if s.raft.State() == raft.Leader {
-		return s.localReadIndex()
+		return s.localReadIndex(ctx)
 	}
 	addr, _ := s.leader()
 	if addr == "" {
@@ -214,15 +214,87 @@ func (s *Server) leaderReadIndex(ctx context.Context) (uint64, error) {
 
 // localReadIndex is the read index on the leader: the commit index seen
 // before a quorum confirms this replica still leads.
-func (s *Server) localReadIndex() (uint64, error) {
-	if !s.ready.Load() {
+//
+// The confirmation is our own round (confirmTerm) rather than
+// raft.VerifyLeader: VerifyLeader counts any heartbeat or append reply
+// that arrives after it starts, including replies to requests sent before
+// it, such as ones left in a socket while this process was paused. A
+// deposed leader resumed from SIGSTOP could then serve a stale read.
+func (s *Server) localReadIndex(ctx context.Context) (uint64, error) {
+	term := s.raft.CurrentTerm()
+	if !s.ready.Load() || s.readyTerm.Load() != term || s.raft.State() != raft.Leader {
 		return 0, errNotReady
 	}
 	index := s.raft.CommitIndex()
-	if err := s.raft.VerifyLeader().Error(); err != nil {
+	if err := s.confirmTerm(ctx, term); err != nil {
 		return 0, err
 	}
 	return index, nil
+}
+
+// confirmTerm returns nil once a quorum of voters, this replica included,
+// answers a request sent now that it is still in term. Any leader of a
+// later term needs a quorum that voted in that term, and terms only grow,
+// so no later leader existed when the request went out: every write
+// committed before then is at or below this leader's commit index.
+func (s *Server) confirmTerm(ctx context.Context, term uint64) error {
+	cfg := s.raft.GetConfiguration().Configuration()
+	self := raft.ServerID(memberIDString(s.meta.MemberID))
+	var others []raft.Server
+	voters := 0
+	for _, srv := range cfg.Servers {
+		if srv.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if srv.ID != self {
+			others = append(others, srv)
+		}
+	}
+	need := voters / 2 // of a quorum of voters/2+1, this replica is one
+	if need <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan error, len(others))
+	for _, srv := range others {
+		go func() {
+			conn, err := s.peers.get(string(srv.Address))
+			if err != nil {
+				answers <- err
+				return
+			}
+			out := new(wrapperspb.UInt64Value)
+			if err := conn.Invoke(ctx, peerMethodTerm, &wrapperspb.UInt64Value{Value: term}, out); err != nil {
+				answers <- err
+				return
+			}
+			if out.Value != term {
+				answers <- fmt.Errorf("raftstore: voter %s is in term %d, this leader in %d: %w", srv.ID, out.Value, term, errNotReady)
+				return
+			}
+			answers <- nil
+		}()
+	}
+	yes, no := 0, 0
+	var firstErr error
+	for range others {
+		err := <-answers
+		if err == nil {
+			if yes++; yes >= need {
+				return nil
+			}
+			continue
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if no++; len(others)-no < need {
+			break
+		}
+	}
+	return fmt.Errorf("raftstore: a quorum did not confirm this leader's term %d: %w", term, firstErr)
 }
 
 var errNotReady = status.Error(codes.FailedPrecondition, errNotLeaderMsg)

@@ -49,8 +49,9 @@ type Server struct {
 	forwarder *forwarder
 	hastener  *electionHastener
 	lessor    *lessor
-	ready     atomic.Bool // this replica leads and has applied its leader barrier
-	leaderSig *signal     // fires on every leader change
+	ready     atomic.Bool   // this replica leads and has applied its leader barrier
+	readyTerm atomic.Uint64 // the Raft term that barrier was applied in; 0 when not ready
+	leaderSig *signal       // fires on every leader change
 	leadMu    sync.Mutex
 	lead      *Leadership // set once this replica's barrier applied; nil otherwise
 	raftLog   hclog.Logger
