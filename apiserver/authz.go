@@ -1,11 +1,14 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"cairn/apiserver/authn"
 	"cairn/apiserver/authz"
@@ -15,6 +18,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -108,8 +112,10 @@ func (s *Server) checkAccess(r *http.Request, u *authn.User) error {
 	if isAdmin(u) {
 		return nil // the common case, for the servers' own loops: no request to parse
 	}
-	if usesRBAC(u) && s.rbac.policy() == nil {
-		return apierrors.NewTooManyRequests("the API server is still loading its roles and bindings", 1)
+	if usesRBAC(u) && (!s.rbac.bootstrapped.Load() || s.rbac.policy() == nil) {
+		// client-go retries a 429 after Retry-After, so a client that
+		// comes early waits rather than reads a denial.
+		return apierrors.NewTooManyRequests("the API server is still creating or loading its roles and bindings", 1)
 	}
 	req := authzRequestOf(r)
 	allowed, reason := s.authorize(u, req)
@@ -151,6 +157,11 @@ type rbacPolicy struct {
 	// the default roles and bindings apply.
 	stores []*storage.Store
 
+	// bootstrapped is set once the default roles and bindings are in the
+	// caches (awaitDefaults); until then decisions could deny what the
+	// defaults grant.
+	bootstrapped atomic.Bool
+
 	mu       sync.Mutex
 	changes  []uint64
 	current  *authz.Policy
@@ -166,12 +177,60 @@ func (s *Server) newRBACPolicy() *rbacPolicy {
 		if !ok {
 			p.stores = nil
 			p.defaults = authz.NewPolicy(authz.DefaultClusterRoles(), nil, authz.DefaultClusterRoleBindings(), nil)
+			p.bootstrapped.Store(true)
 			return p
 		}
 		p.stores = append(p.stores, h.store)
 	}
 	p.changes = make([]uint64, len(p.stores))
 	return p
+}
+
+// awaitDefaults marks the policy bootstrapped once every default
+// ClusterRole and ClusterRoleBinding is in the caches, polling until then
+// or until ctx ends.
+func (p *rbacPolicy) awaitDefaults(ctx context.Context) {
+	if p.bootstrapped.Load() {
+		return
+	}
+	var roles, bindings []string
+	for _, cr := range authz.DefaultClusterRoles() {
+		roles = append(roles, cr.Name)
+	}
+	for _, crb := range authz.DefaultClusterRoleBindings() {
+		bindings = append(bindings, crb.Name)
+	}
+	for {
+		if cachedNames(p.stores[0], roles) && cachedNames(p.stores[2], bindings) {
+			p.bootstrapped.Store(true)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cachedNames reports whether st's cache is ready and holds every name.
+func cachedNames(st *storage.Store, names []string) bool {
+	objs, _, ok := st.Objects()
+	if !ok {
+		return false
+	}
+	have := map[string]bool{}
+	for _, o := range objs {
+		if m, err := meta.Accessor(o); err == nil {
+			have[m.GetName()] = true
+		}
+	}
+	for _, n := range names {
+		if !have[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // policy returns the current Policy, or nil until the caches are ready.

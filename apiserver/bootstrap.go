@@ -38,7 +38,10 @@ func (s *Server) ensureSystemObjects(ctx context.Context) {
 	for _, crb := range authz.DefaultClusterRoleBindings() {
 		rbac = append(rbac, crb)
 	}
-	go s.createAllIfMissing(ctx, rbac)
+	go func() {
+		s.createAllIfMissing(ctx, rbac)
+		s.rbac.awaitDefaults(ctx)
+	}()
 	s.maintainServices(ctx)
 }
 

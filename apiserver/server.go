@@ -271,6 +271,10 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.rbac.bootstrapped.Load() {
+		writeText(w, http.StatusServiceUnavailable, "[-]poststarthook/rbac/bootstrap-roles failed: the default roles and bindings are not in place yet\nreadyz check failed")
+		return
+	}
 	writeText(w, http.StatusOK, "ok")
 }
 
