@@ -15,6 +15,7 @@ import (
 
 	"cairn/apiserver/authn"
 	"cairn/apiserver/registry"
+	"cairn/apiserver/serviceaccount"
 	"cairn/internal/kubeconfig"
 	"cairn/internal/pki"
 	"cairn/raftstore"
@@ -106,7 +107,8 @@ func (c *testCluster) startAPI(i int) {
 	backend, closeBackend := LocalBackend(c.stores[i])
 	t.Cleanup(closeBackend)
 	api, err := New(Config{TLS: serving, Authenticator: authn.Chain{authn.ClientCert{}}, Resources: registry.All(),
-		Ready: StoreReady(backend.KV), Logger: quietLogger(), GitVersion: "test", Storage: backend})
+		Ready: StoreReady(backend.KV), Logger: quietLogger(), GitVersion: "test", Storage: backend,
+		ServiceAccounts: serviceAccountsOf(t, c.ca)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +160,14 @@ func (c *testCluster) client(i int) kubernetes.Interface {
 		c.t.Fatal(err)
 	}
 	return cs
+}
+
+// serviceAccountsOf turns service account tokens on, as `cairn server`
+// does, with the default issuer.
+func serviceAccountsOf(t *testing.T, ca *pki.CA) *ServiceAccountConfig {
+	signer, err := serviceaccount.NewSigner(ca.Key, serviceaccount.DefaultIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ServiceAccountConfig{Signer: signer}
 }

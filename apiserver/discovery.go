@@ -36,6 +36,7 @@ var subresourceVerbs = map[string]metav1.Verbs{
 	"attach":      {"create", "get"},
 	"portforward": {"create", "get"},
 	"finalize":    {"update"},
+	"token":       {"create"},
 }
 
 // subresourceKinds are the kinds of the subresources that do not answer
@@ -47,6 +48,7 @@ var subresourceKinds = map[string]schema.GroupVersionKind{
 	"exec":        {Version: "v1", Kind: "PodExecOptions"},
 	"attach":      {Version: "v1", Kind: "PodAttachOptions"},
 	"portforward": {Version: "v1", Kind: "PodPortForwardOptions"},
+	"token":       {Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"},
 }
 
 // resourceVerbs are the verbs r serves: namespaces, as in Kubernetes,

@@ -64,6 +64,8 @@ type Config struct {
 	// Bootstrap turns on joining with tokens (bootstrap_endpoint.go);
 	// nil: off.
 	Bootstrap *BootstrapConfig
+	// ServiceAccounts turns on service account tokens; nil: off.
+	ServiceAccounts *ServiceAccountConfig
 	// Metrics receives the request metrics; MetricsHandler, if set, is
 	// served at /metrics to clients allowed to get it (the process's whole
 	// registry, as kube-apiserver serves its own).
@@ -114,7 +116,10 @@ func New(cfg Config) (*Server, error) {
 		resources: map[schema.GroupVersionResource]*registry.Resource{},
 	}
 	if cfg.Bootstrap != nil {
-		s.cfg.Authenticator = s.withBootstrapTokens(cfg.Authenticator)
+		s.cfg.Authenticator = s.withBootstrapTokens(s.cfg.Authenticator)
+	}
+	if cfg.ServiceAccounts != nil {
+		s.cfg.Authenticator = s.withServiceAccounts(s.cfg.Authenticator)
 	}
 	var err error
 	if s.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {

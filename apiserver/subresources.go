@@ -6,7 +6,8 @@ import "net/http"
 type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
 
 // subresourceHandlerFor returns the handler of a subresource (scale,
-// binding, eviction, log, exec, attach, portforward, finalize); each lives in a file of its own.
+// binding, eviction, log, exec, attach, portforward, finalize,
+// token); each lives in a file of its own.
 func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 	switch name {
 	case "scale":
@@ -25,6 +26,8 @@ func subresourceHandlerFor(name string) (subresourceHandler, bool) {
 		return servePodPortForward, true
 	case "finalize":
 		return serveFinalize, true
+	case "token":
+		return serveServiceAccountToken, true
 	}
 	return nil, false
 }

@@ -135,7 +135,7 @@ func ParseTokenFile(r io.Reader, name string) (*TokenFile, error) {
 
 // Authenticate implements Authenticator.
 func (t *TokenFile) Authenticate(r *http.Request) (*User, bool, error) {
-	token, ok := bearerToken(r)
+	token, ok := BearerToken(r)
 	if !ok {
 		return nil, false, nil
 	}
@@ -149,7 +149,8 @@ func (t *TokenFile) Authenticate(r *http.Request) (*User, bool, error) {
 	return nil, false, ErrInvalidToken
 }
 
-func bearerToken(r *http.Request) (string, bool) {
+// BearerToken returns the token of an "Authorization: Bearer" header.
+func BearerToken(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {

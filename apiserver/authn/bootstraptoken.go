@@ -39,7 +39,7 @@ type BootstrapTokens struct {
 
 // Authenticate implements Authenticator.
 func (b *BootstrapTokens) Authenticate(r *http.Request) (*User, bool, error) {
-	token, ok := bearerToken(r)
+	token, ok := BearerToken(r)
 	if !ok {
 		return b.next(r)
 	}

@@ -65,7 +65,7 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 		{"", "endpoints", true, []string{"ep"}, false, nil},
 		{"", "configmaps", true, []string{"cm"}, false, nil},
 		{"", "secrets", true, nil, false, nil},
-		{"", "serviceaccounts", true, []string{"sa"}, false, nil},
+		{"", "serviceaccounts", true, []string{"sa"}, false, []string{"token"}},
 		{"", "events", true, []string{"ev"}, false, nil},
 		{"", "persistentvolumeclaims", true, []string{"pvc"}, false, []string{"status"}},
 		{"apps", "deployments", true, []string{"deploy"}, true, []string{"status", "scale"}},

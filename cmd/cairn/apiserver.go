@@ -17,6 +17,7 @@ import (
 	"cairn/apiserver"
 	"cairn/apiserver/authn"
 	"cairn/apiserver/registry"
+	"cairn/apiserver/serviceaccount"
 	"cairn/apiserver/storage"
 	"cairn/internal/kubeconfig"
 	"cairn/internal/pki"
@@ -39,7 +40,26 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.Int("default-unreachable-toleration-seconds", 300, "NoExecute toleration of the unreachable node taint added to pods that have none")
 	f.String("service-cidr", apiserver.DefaultServiceCIDR, "range of service cluster IPs; its first IP is the kubernetes service's")
 	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where \"cairn kubectl\" looks)")
+	f.String("service-account-issuer", serviceaccount.DefaultIssuer, "the \"iss\" of service account tokens (serviceaccounts/token), also their audience unless --api-audiences is given")
+	f.StringSlice("api-audiences", nil, "audiences a service account token must name to be accepted by the API (default: the issuer)")
+	f.Duration("service-account-max-token-expiration", apiserver.DefaultMaxTokenExpiration, "longest lifetime a token request gets; longer requests are shortened to it")
 	f.StringSlice("tls-san", nil, "extra DNS names and IP addresses of the API serving certificate, e.g. a load balancer's (repeat or comma separate)")
+}
+
+// serviceAccountConfig reads the service account flags; the signing key
+// comes from the CA's key, the same on every server.
+func serviceAccountConfig(f *pflag.FlagSet, ca *pki.CA) (*apiserver.ServiceAccountConfig, error) {
+	issuer, _ := f.GetString("service-account-issuer")
+	audiences, _ := f.GetStringSlice("api-audiences")
+	maxLife, _ := f.GetDuration("service-account-max-token-expiration")
+	if maxLife < 10*time.Minute {
+		return nil, fmt.Errorf("--service-account-max-token-expiration %v: must be at least 10m, the shortest lifetime a token request may ask for", maxLife)
+	}
+	signer, err := serviceaccount.NewSigner(ca.Key, issuer)
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver.ServiceAccountConfig{Signer: signer, Audiences: audiences, MaxExpiration: maxLife}, nil
 }
 
 // kubeletClientUser is the identity an API server presents to kubelets
@@ -100,6 +120,10 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		}
 		chain = append(chain, tokens)
 	}
+	sa, err := serviceAccountConfig(f, o.ca)
+	if err != nil {
+		return "", err
+	}
 	ttl, _ := f.GetDuration("event-ttl")
 	notReady, _ := f.GetInt("default-not-ready-toleration-seconds")
 	unreachable, _ := f.GetInt("default-unreachable-toleration-seconds")
@@ -118,6 +142,7 @@ func startAPIServer(ctx context.Context, f *pflag.FlagSet, o apiOptions) (string
 		NotReadyTolerationSeconds:    time.Duration(notReady) * time.Second,
 		UnreachableTolerationSeconds: time.Duration(unreachable) * time.Second,
 		Bootstrap:                    o.bootstrap,
+		ServiceAccounts:              sa,
 		Metrics:                      o.metrics,
 		MetricsHandler:               promhttp.HandlerFor(o.metrics, promhttp.HandlerOpts{}),
 	})

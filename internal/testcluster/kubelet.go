@@ -74,6 +74,7 @@ func (c *Cluster) startAPIWithKubeletClient(i int, listen string, kubeletTLS *tl
 		TLS: serving, Authenticator: authn.Chain{authn.ClientCert{}}, Resources: registry.All(),
 		Ready: apiserver.StoreReady(backend.KV), Logger: Logger().With("api", c.peers[i].Name),
 		GitVersion: "test", Storage: backend, KubeletClientTLS: kubeletTLS,
+		ServiceAccounts: serviceAccounts(t, c.ca),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"cairn/apiserver"
 	"cairn/apiserver/authn"
 	"cairn/apiserver/registry"
+	"cairn/apiserver/serviceaccount"
 	"cairn/internal/kubeconfig"
 	"cairn/internal/pki"
 	"cairn/internal/testport"
@@ -161,7 +162,7 @@ func (c *Cluster) startAPI(i int, listen string) {
 	api, err := apiserver.New(apiserver.Config{
 		TLS: serving, Authenticator: authn.Chain{authn.ClientCert{}}, Resources: registry.All(),
 		Ready: apiserver.StoreReady(backend.KV), Logger: Logger().With("api", c.peers[i].Name),
-		GitVersion: "test", Storage: backend,
+		GitVersion: "test", Storage: backend, ServiceAccounts: serviceAccounts(t, c.ca),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -289,3 +290,13 @@ func (c *Cluster) Alive(i int) bool {
 
 // APIHost returns API server i's host:port.
 func (c *Cluster) APIHost(i int) string { return strings.TrimPrefix(c.urls[i], "https://") }
+
+// serviceAccounts turns service account tokens on, as `cairn server`
+// does, with the default issuer.
+func serviceAccounts(t testing.TB, ca *pki.CA) *apiserver.ServiceAccountConfig {
+	signer, err := serviceaccount.NewSigner(ca.Key, serviceaccount.DefaultIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apiserver.ServiceAccountConfig{Signer: signer}
+}

@@ -1,0 +1,77 @@
+package serviceaccount
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"cairn/apiserver/authn"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Groups every service account belongs to, as in Kubernetes.
+const (
+	GroupAll             = "system:serviceaccounts"
+	groupNamespacePrefix = "system:serviceaccounts:"
+)
+
+// Objects looks up the objects a token refers to, as this API server
+// sees them now; a token outlives neither.
+type Objects interface {
+	ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool)
+	Pod(namespace, name string) (*corev1.Pod, bool)
+}
+
+// Authenticator identifies service accounts by their bearer tokens.
+type Authenticator struct {
+	Signer *Signer
+	// Audiences are the API's audiences: a token must name one.
+	Audiences []string
+	Objects   Objects
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Authenticate implements authn.Authenticator. A bearer token of another
+// issuer is left to the next authenticator.
+func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error) {
+	raw, ok := authn.BearerToken(r)
+	if !ok {
+		return nil, false, nil
+	}
+	now := time.Now()
+	if a.Now != nil {
+		now = a.Now()
+	}
+	t, err := a.Signer.Verify(raw, a.Audiences, now)
+	if errors.Is(err, ErrOtherIssuer) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	sa, ok := a.Objects.ServiceAccount(t.Namespace, t.ServiceAccount.Name)
+	if !ok || string(sa.UID) != t.ServiceAccount.UID {
+		return nil, false, fmt.Errorf("serviceaccount: the token's service account %s/%s (uid %s) no longer exists",
+			t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID)
+	}
+	if t.Pod != nil {
+		pod, ok := a.Objects.Pod(t.Namespace, t.Pod.Name)
+		if !ok || string(pod.UID) != t.Pod.UID {
+			return nil, false, fmt.Errorf("serviceaccount: the pod %s/%s (uid %s) the token is bound to no longer exists",
+				t.Namespace, t.Pod.Name, t.Pod.UID)
+		}
+	}
+	return UserOf(t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID), true, nil
+}
+
+// UserOf is the user a service account authenticates as.
+func UserOf(namespace, name, uid string) *authn.User {
+	return &authn.User{
+		Name:   "system:serviceaccount:" + namespace + ":" + name,
+		UID:    uid,
+		Groups: []string{GroupAll, groupNamespacePrefix + namespace},
+	}
+}

@@ -1,0 +1,202 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"cairn/apiserver/authn"
+	"cairn/apiserver/serviceaccount"
+	"cairn/apiserver/storage"
+	"cairn/internal/bootstrap"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceAccountConfig turns on service account tokens: the TokenRequest
+// API (serviceaccounts/{name}/token) and their use as bearer tokens.
+type ServiceAccountConfig struct {
+	Signer *serviceaccount.Signer
+	// Audiences are the API's own audiences (Kubernetes' --api-audiences):
+	// a bearer token must name one, and tokens requested without
+	// audiences get them. The issuer when empty.
+	Audiences []string
+	// MaxExpiration caps the lifetime a client may ask for
+	// (DefaultMaxTokenExpiration when zero).
+	MaxExpiration time.Duration
+}
+
+const (
+	// DefaultMaxTokenExpiration caps requested token lifetimes.
+	DefaultMaxTokenExpiration = 48 * time.Hour
+	// minTokenExpiration is Kubernetes' floor for a requested lifetime.
+	minTokenExpiration = 10 * time.Minute
+	// defaultTokenExpiration is the lifetime of a request that names none.
+	defaultTokenExpiration = time.Hour
+)
+
+func (c *ServiceAccountConfig) audiences() []string {
+	if len(c.Audiences) > 0 {
+		return c.Audiences
+	}
+	return []string{c.Signer.Issuer()}
+}
+
+// withServiceAccounts puts the service account authenticator in front of
+// inner: it passes over bearer tokens of other issuers.
+func (s *Server) withServiceAccounts(inner authn.Authenticator) authn.Authenticator {
+	sa := &serviceaccount.Authenticator{
+		Signer:    s.cfg.ServiceAccounts.Signer,
+		Audiences: s.cfg.ServiceAccounts.audiences(),
+		Objects:   cachedObjects{s},
+	}
+	return authn.Chain{sa, inner}
+}
+
+// cachedGet reads one object of a core resource from this replica's
+// watch cache.
+func (s *Server) cachedGet(resource, namespace, name string) (runtime.Object, bool) {
+	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource(resource)]
+	if !ok {
+		return nil, false
+	}
+	obj, err := h.store.Get(context.Background(), h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
+	return obj, err == nil
+}
+
+// cachedObjects looks service accounts and pods up in the watch caches,
+// for the authenticator: a token stops working once this replica sees its
+// service account or pod gone.
+type cachedObjects struct{ s *Server }
+
+func (c cachedObjects) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool) {
+	obj, ok := c.s.cachedGet("serviceaccounts", namespace, name)
+	sa, _ := obj.(*corev1.ServiceAccount)
+	return sa, ok && sa != nil
+}
+
+func (c cachedObjects) Pod(namespace, name string) (*corev1.Pod, bool) {
+	obj, ok := c.s.cachedGet("pods", namespace, name)
+	pod, _ := obj.(*corev1.Pod)
+	return pod, ok && pod != nil
+}
+
+// serveServiceAccountToken serves POST serviceaccounts/{name}/token
+// (`kubectl create token`, and the agents for pods' projected tokens): a
+// token of that service account, optionally bound to a pod so that it
+// dies with it.
+func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	gr := h.res.GVR.GroupResource()
+	if info.Verb != "create" {
+		return apierrors.NewMethodNotSupported(gr, info.Verb+" token")
+	}
+	cfg := h.s.cfg.ServiceAccounts
+	if cfg == nil {
+		return apierrors.NewServiceUnavailable("service account tokens are off on this API server (it has no CA key to sign them with)")
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	req := &authenticationv1.TokenRequest{}
+	if err := decodeBody(r, body, req, strictFields(r)); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	obj, err := h.store.Get(ctx, h.key(info.Namespace, info.Name), storage.GetOptions{})
+	if err != nil {
+		return err
+	}
+	sa := obj.(*corev1.ServiceAccount)
+
+	life := defaultTokenExpiration
+	if req.Spec.ExpirationSeconds != nil {
+		life = time.Duration(*req.Spec.ExpirationSeconds) * time.Second
+	}
+	if life < minTokenExpiration {
+		return apierrors.NewBadRequest(fmt.Sprintf("spec.expirationSeconds: may not specify a duration less than %d seconds", int(minTokenExpiration.Seconds())))
+	}
+	max := cfg.MaxExpiration
+	if max == 0 {
+		max = DefaultMaxTokenExpiration
+	}
+	life = min(life, max)
+	audiences := req.Spec.Audiences
+	if len(audiences) == 0 {
+		audiences = cfg.audiences()
+	}
+
+	tok := serviceaccount.Token{
+		Namespace:      info.Namespace,
+		ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)},
+		Audiences:      audiences,
+		IssuedAt:       time.Now(),
+	}
+	tok.Expiry = tok.IssuedAt.Add(life)
+	pod, err := h.s.boundPod(ctx, info.Namespace, req.Spec.BoundObjectRef)
+	if err != nil {
+		return err
+	}
+	if pod != nil {
+		if name := pod.Spec.ServiceAccountName; name != "" && name != sa.Name {
+			return apierrors.NewBadRequest(fmt.Sprintf("pod %s runs as service account %q, not %q", pod.Name, name, sa.Name))
+		}
+		tok.Pod = &serviceaccount.Ref{Name: pod.Name, UID: string(pod.UID)}
+	}
+	if u, ok := UserFrom(ctx); ok && isNode(u) {
+		// A node may mint tokens only for the pods it runs, as
+		// Kubernetes' node authorizer allows.
+		node := strings.TrimPrefix(u.Name, bootstrap.NodeUserPrefix)
+		if pod == nil || pod.Spec.NodeName != node {
+			return apierrors.NewForbidden(gr, info.Name, fmt.Errorf("node %q may request tokens only for pods bound to it (spec.boundObjectRef)", node))
+		}
+	}
+	signed, err := cfg.Signer.Issue(tok)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	seconds := int64(life / time.Second)
+	out := &authenticationv1.TokenRequest{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace, CreationTimestamp: metav1.NewTime(tok.IssuedAt)},
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences: audiences, ExpirationSeconds: &seconds, BoundObjectRef: req.Spec.BoundObjectRef,
+		},
+		Status: authenticationv1.TokenRequestStatus{Token: signed, ExpirationTimestamp: metav1.NewTime(tok.Expiry)},
+	}
+	return respondCreated(w, r, out, authenticationv1.SchemeGroupVersion)
+}
+
+// boundPod returns the pod a token request binds its token to, checked
+// to exist with the given UID; nil when it names no object.
+func (s *Server) boundPod(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*corev1.Pod, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	if ref.Kind != "Pod" || (ref.APIVersion != "" && ref.APIVersion != "v1") {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: Cairn binds tokens to pods (kind Pod, apiVersion v1), not to %s %s", ref.APIVersion, ref.Kind))
+	}
+	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource("pods")]
+	if !ok {
+		return nil, apierrors.NewBadRequest("spec.boundObjectRef: this API server does not serve pods")
+	}
+	obj, err := h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: pod %s/%s does not exist", namespace, ref.Name))
+	}
+	if err != nil {
+		return nil, err
+	}
+	pod := obj.(*corev1.Pod)
+	if ref.UID != "" && ref.UID != pod.UID {
+		return nil, apierrors.NewConflict(h.res.GVR.GroupResource(), ref.Name,
+			fmt.Errorf("spec.boundObjectRef: the pod's uid is %s, not %s (it was replaced)", pod.UID, ref.UID))
+	}
+	return pod, nil
+}

@@ -1,0 +1,149 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// tokenClient is a client of replica i that authenticates with a bearer
+// token only.
+func (c *testCluster) tokenClient(i int, token string) kubernetes.Interface {
+	rc := c.restConfig(i, "unused")
+	rc = &rest.Config{Host: rc.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: rc.TLSClientConfig.CAData, CAFile: rc.TLSClientConfig.CAFile}}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cs
+}
+
+func wantStatus(t *testing.T, what string, err error, code int32) {
+	t.Helper()
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != code {
+		t.Errorf("%s: %v, want %d", what, err, code)
+	}
+}
+
+// TestServiceAccountTokens: a token one replica mints (as `kubectl create
+// token` asks for it) identifies the service account on another, RBAC
+// decides what it may do, and it dies with its service account or the
+// pod it is bound to.
+func TestServiceAccountTokens(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	admin := c.client(0)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := admin.CoreV1().ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	life := int64(1200)
+	tr, err := admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &life}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status.Token == "" || *tr.Spec.ExpirationSeconds != life || len(tr.Spec.Audiences) == 0 {
+		t.Fatalf("token request answered %+v", tr)
+	}
+
+	robot := c.tokenClient(2, tr.Status.Token)
+	var who *authenticationv1.SelfSubjectReview
+	eventually(t, "the token is accepted on another replica", func() error {
+		who, err = robot.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err
+	})
+	u := who.Status.UserInfo
+	if u.Username != "system:serviceaccount:team:robot" || u.UID != string(sa.UID) ||
+		!slices.Contains(u.Groups, "system:serviceaccounts") || !slices.Contains(u.Groups, "system:serviceaccounts:team") || !slices.Contains(u.Groups, "system:authenticated") {
+		t.Errorf("whoami with the token: %+v", u)
+	}
+	_, err = robot.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+	wantForbidden(t, "listing pods without a role", err, `User "system:serviceaccount:team:robot" cannot list resource "pods"`)
+	if _, err := admin.RbacV1().RoleBindings("team").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot-view"},
+		RoleRef:  clusterRoleRef("view"),
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "team", Name: "robot"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the service account lists pods once bound to view", func() error {
+		_, err := robot.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		return err
+	})
+
+	// Bad requests.
+	short := int64(60)
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &short}}, metav1.CreateOptions{})
+	wantStatus(t, "a 60 s token", err, http.StatusBadRequest)
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "nobody", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	wantStatus(t, "a token of a missing service account", err, http.StatusNotFound)
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "missing"}}}, metav1.CreateOptions{})
+	wantStatus(t, "a token bound to a missing pod", err, http.StatusBadRequest)
+
+	// A token bound to a pod dies with the pod.
+	pod, err := admin.CoreV1().Pods("team").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: pod.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundClient := c.tokenClient(1, bound.Status.Token)
+	eventually(t, "the pod-bound token works", func() error {
+		_, err := boundClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		return err
+	})
+
+	// Nodes mint tokens only for their own pods.
+	n1, n2 := c.userClient(0, "system:node:n1", "system:nodes"), c.userClient(0, "system:node:n2", "system:nodes")
+	podRef := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: pod.UID}
+	if _, err := n1.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: podRef}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("the pod's node asking for its token: %v", err)
+	}
+	_, err = n2.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: podRef}}, metav1.CreateOptions{})
+	wantStatus(t, "another node asking for the pod's token", err, http.StatusForbidden)
+	_, err = n1.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	wantStatus(t, "a node asking for an unbound token", err, http.StatusForbidden)
+
+	zero := int64(0)
+	if err := admin.CoreV1().Pods("team").Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod-bound token is refused once the pod is gone", func() error {
+		_, err := boundClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return errNotYet
+		}
+		return nil
+	})
+
+	// Every token dies with its service account.
+	if err := admin.CoreV1().ServiceAccounts("team").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the token is refused once its service account is gone", func() error {
+		_, err := robot.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return errNotYet
+		}
+		return nil
+	})
+}
+
+var errNotYet = errors.New("not yet")
