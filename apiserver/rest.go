@@ -225,6 +225,7 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 	}
 	h.res.Strategy.Default(obj)
 	h.s.addDefaultTolerations(obj)
+	h.s.admitServiceAccount(ctx, obj)
 	// A client may create an object with its managedFields (a restore
 	// does): they are kept, and the creator's fields added to them.
 	m.SetManagedFields(requested)
@@ -309,6 +310,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			}
 			h.res.Strategy.Default(obj)
 			h.s.addDefaultTolerations(obj)
+			h.s.admitServiceAccount(ctx, obj)
 			m.SetManagedFields(requested)
 			if track {
 				obj = h.trackCreate(r, info.Subresource, obj)

@@ -109,11 +109,10 @@ func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Req
 		return err
 	}
 	ctx := r.Context()
-	obj, err := h.store.Get(ctx, h.key(info.Namespace, info.Name), storage.GetOptions{})
+	sa, err := h.s.serviceAccount(ctx, info.Namespace, info.Name)
 	if err != nil {
 		return err
 	}
-	sa := obj.(*corev1.ServiceAccount)
 
 	life := defaultTokenExpiration
 	if req.Spec.ExpirationSeconds != nil {
@@ -173,6 +172,23 @@ func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Req
 	return respondCreated(w, r, out, authenticationv1.SchemeGroupVersion)
 }
 
+// serviceAccount reads a service account from the cache, or from the
+// store when the cache does not have it (yet).
+func (s *Server) serviceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource("serviceaccounts")]
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), name)
+	}
+	obj, err := h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		obj, err = h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
+}
+
 // boundPod returns the pod a token request binds its token to, checked
 // to exist with the given UID; nil when it names no object.
 func (s *Server) boundPod(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*corev1.Pod, error) {
@@ -186,7 +202,13 @@ func (s *Server) boundPod(ctx context.Context, namespace string, ref *authentica
 	if !ok {
 		return nil, apierrors.NewBadRequest("spec.boundObjectRef: this API server does not serve pods")
 	}
-	obj, err := h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
+	// The cache serves the common case, a kubelet asking for a pod it
+	// runs; a pod it lacks, or has in another incarnation, is read from
+	// the store.
+	obj, err := h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{ResourceVersion: "0"})
+	if err != nil || (ref.UID != "" && obj.(*corev1.Pod).UID != ref.UID) {
+		obj, err = h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: pod %s/%s does not exist", namespace, ref.Name))
 	}

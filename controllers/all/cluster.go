@@ -11,6 +11,7 @@ import (
 	"cairn/controllers/nodeipam"
 	"cairn/controllers/nodelifecycle"
 	"cairn/controllers/podgc"
+	"cairn/controllers/rootcacert"
 	"cairn/controllers/serviceaccount"
 	"cairn/controllers/ttlafterfinished"
 )
@@ -22,6 +23,7 @@ func cluster() []controllers.Descriptor {
 		garbagecollector.Descriptor(garbagecollector.Config{}),
 		namespace.Descriptor(namespace.Config{}),
 		serviceaccount.Descriptor(),
+		rootcacert.Descriptor(),
 		nodelifecycle.Descriptor(nodelifecycle.Config{}),
 		nodeipam.Descriptor(),
 		podgc.Descriptor(podgc.Config{}),

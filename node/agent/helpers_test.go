@@ -9,9 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"cairn/controllers"
+	"cairn/controllers/rootcacert"
+	"cairn/controllers/serviceaccount"
 	"cairn/internal/privtest"
 	"cairn/internal/testcluster"
 	"cairn/internal/testimage"
@@ -123,10 +127,38 @@ func startTestNode(t testing.TB, base agent.Config, replicas int) *testNode {
 	return startTestNodeOn(t, c, base, podCIDR)
 }
 
+// identityControllers holds the clusters runPodIdentityControllers
+// started them for.
+var identityControllers sync.Map
+
+// runPodIdentityControllers runs, once per cluster, the controllers that
+// pods' service account volumes wait for, as a server's controller
+// manager does: the default service accounts and the kube-root-ca.crt
+// ConfigMaps.
+func runPodIdentityControllers(t testing.TB, c *testcluster.Cluster) {
+	if _, started := identityControllers.LoadOrStore(c, true); started {
+		return
+	}
+	m := controllers.Manager{
+		Descriptors: []controllers.Descriptor{serviceaccount.Descriptor(), rootcacert.Descriptor()},
+		Logger:      testcluster.Logger(),
+	}
+	cfg := c.AdminConfig(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		identityControllers.Delete(c)
+	})
+}
+
 // startTestNodeOn starts an agent of base on the running cluster c, and
 // gives its node the pod range cidr.
 func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, cidr string, opts ...func(*agent.Config)) *testNode {
 	t.Helper()
+	runPodIdentityControllers(t, c)
 	replicas := c.Size()
 	n := &testNode{t: t, cluster: c, client: c.Client(0), netns: base.NetNS}
 	ctx := context.Background()

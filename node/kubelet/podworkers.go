@@ -38,8 +38,11 @@ type podWorker struct {
 	pulls      map[string]time.Time // image → last failed pull
 	messages   map[string]string    // instance → termination message
 	mountError string
-	mountAt    time.Time
-	adopted    bool
+	// mountFailures counts failed volume setups in a row, for the retry
+	// delay.
+	mountFailures int
+	mountAt       time.Time
+	adopted       bool
 }
 
 func (w *podWorker) snapshot() (*corev1.Pod, bool, int) {

@@ -13,11 +13,25 @@ import (
 
 // Delays before a failed step of a sync is tried again.
 const (
-	retryMount   = 2 * time.Second
-	retrySandbox = 5 * time.Second
+	// A mount is retried soon at first, since what it waits for (a
+	// service account, the namespace's kube-root-ca.crt) is usually being
+	// created at that moment, then every retryMount.
+	firstRetryMount = 200 * time.Millisecond
+	retryMount      = 2 * time.Second
+	retrySandbox    = 5 * time.Second
 	// failedMountEvery repeats a FailedMount event that did not change.
 	failedMountEvery = 30 * time.Second
 )
+
+// mountRetryDelay is the wait after the nth failed mount in a row:
+// doubling from firstRetryMount up to retryMount.
+func mountRetryDelay(n int) time.Duration {
+	d := firstRetryMount
+	for i := 1; i < n && d < retryMount; i++ {
+		d *= 2
+	}
+	return min(d, retryMount)
+}
 
 // syncPod converges one pod and reports whether its worker is done with
 // it, or when to sync again.
@@ -57,8 +71,10 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, requeue
 	refreshed, err := k.ensureVolumes(ctx, w, pod)
 	if err != nil {
 		k.writePodStatus(ctx, w, pod, rs, p, nil, false)
-		return false, retryMount
+		w.mountFailures++
+		return false, mountRetryDelay(w.mountFailures)
 	}
+	w.mountFailures = 0
 	if refreshed {
 		if msg, over := k.volumes.OverLimit(pod); over {
 			k.event(pod, nil, corev1.EventTypeWarning, eventEvicted, "%s", msg)

@@ -33,3 +33,15 @@ func TestPastDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestMountRetryDelayDoublesToItsCap(t *testing.T) {
+	want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}
+	for i, w := range want {
+		if got := mountRetryDelay(i + 1); got != w {
+			t.Errorf("delay after %d failures = %v, want %v", i+1, got, w)
+		}
+	}
+	if got := mountRetryDelay(1000); got != retryMount {
+		t.Errorf("delay after 1000 failures = %v, want %v", got, retryMount)
+	}
+}
