@@ -197,8 +197,17 @@ func (m *Manager) emptyDir(pod *corev1.Pod, v *corev1.Volume) (Volume, error) {
 	return Volume{Path: dir}, nil
 }
 
+// configMap and secret read from the API server's watch cache
+// (resourceVersion "0"), which takes no quorum round, and from the store
+// only when the cache lacks the object, e.g. one created a moment ago.
+// Volumes are refreshed every SyncFrequency, so a cache a moment behind
+// is caught up with, as with Kubernetes' watch-based kubelet.
 func (m *Manager) configMap(ctx context.Context, ns, name string, optional bool) (*corev1.ConfigMap, error) {
-	cm, err := m.cfg.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	cms := m.cfg.Client.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		cm, err = cms.Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) && optional {
 		return nil, nil
 	}
@@ -206,7 +215,11 @@ func (m *Manager) configMap(ctx context.Context, ns, name string, optional bool)
 }
 
 func (m *Manager) secret(ctx context.Context, ns, name string, optional bool) (*corev1.Secret, error) {
-	s, err := m.cfg.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	secrets := m.cfg.Client.CoreV1().Secrets(ns)
+	s, err := secrets.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		s, err = secrets.Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) && optional {
 		return nil, nil
 	}
