@@ -236,6 +236,9 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.version())
 		return
 	}
+	if s.serveIssuerDiscovery(w, r) {
+		return
+	}
 	if s.serveOpenAPI(w, r) {
 		return
 	}

@@ -30,6 +30,9 @@ type ServiceAccountConfig struct {
 	// MaxExpiration caps the lifetime a client may ask for
 	// (DefaultMaxTokenExpiration when zero).
 	MaxExpiration time.Duration
+	// JWKSURI is the jwks_uri of the issuer discovery document; this
+	// server's advertised address when empty.
+	JWKSURI string
 }
 
 const (

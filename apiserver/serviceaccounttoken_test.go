@@ -1,11 +1,17 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
+	"cairn/apiserver/serviceaccount"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -70,6 +76,10 @@ func TestServiceAccountTokens(t *testing.T) {
 		!slices.Contains(u.Groups, "system:serviceaccounts") || !slices.Contains(u.Groups, "system:serviceaccounts:team") || !slices.Contains(u.Groups, "system:authenticated") {
 		t.Errorf("whoami with the token: %+v", u)
 	}
+	checkIssuerDiscovery(t, robot, tr.Status.Token)
+	err = c.userClient(0, "alice").CoreV1().RESTClient().Get().AbsPath("/openid/v1/jwks").Do(ctx).Error()
+	wantForbidden(t, "the key set as a user who is no service account", err, `cannot get path "/openid/v1/jwks"`)
+
 	_, err = robot.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
 	wantForbidden(t, "listing pods without a role", err, `User "system:serviceaccount:team:robot" cannot list resource "pods"`)
 	if _, err := admin.RbacV1().RoleBindings("team").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot-view"},
@@ -147,3 +157,45 @@ func TestServiceAccountTokens(t *testing.T) {
 }
 
 var errNotYet = errors.New("not yet")
+
+// checkIssuerDiscovery reads the OpenID configuration and key set as a
+// service account, and verifies token with the published key, as a
+// verifier outside the cluster would.
+func checkIssuerDiscovery(t *testing.T, cs kubernetes.Interface, token string) {
+	t.Helper()
+	ctx := ctxT(t)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("openid-configuration: %v", err)
+	}
+	var conf struct {
+		Issuer  string   `json:"issuer"`
+		JWKSURI string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		t.Fatal(err)
+	}
+	if conf.Issuer != serviceaccount.DefaultIssuer || !strings.HasSuffix(conf.JWKSURI, "/openid/v1/jwks") || !slices.Equal(conf.Algs, []string{"ES256"}) {
+		t.Errorf("openid-configuration: %s", raw)
+	}
+	raw, err = cs.CoreV1().RESTClient().Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("jwks: %v", err)
+	}
+	var keys jose.JSONWebKeySet
+	if err := json.Unmarshal(raw, &keys); err != nil || len(keys.Keys) != 1 {
+		t.Fatalf("jwks %s: %v", raw, err)
+	}
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims jwt.Claims
+	if err := tok.Claims(keys.Keys[0].Key, &claims); err != nil {
+		t.Errorf("the published key does not verify a token: %v", err)
+	}
+	if claims.Issuer != conf.Issuer {
+		t.Errorf("token issuer %q, discovery says %q", claims.Issuer, conf.Issuer)
+	}
+}

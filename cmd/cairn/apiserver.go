@@ -42,6 +42,7 @@ func addAPIFlags(f *pflag.FlagSet) {
 	f.String("write-kubeconfig", "", "also write the admin kubeconfig here (e.g. ~/.cairn/admin.kubeconfig, where \"cairn kubectl\" looks)")
 	f.String("service-account-issuer", serviceaccount.DefaultIssuer, "the \"iss\" of service account tokens (serviceaccounts/token), also their audience unless --api-audiences is given")
 	f.StringSlice("api-audiences", nil, "audiences a service account token must name to be accepted by the API (default: the issuer)")
+	f.String("service-account-jwks-uri", "", "jwks_uri in /.well-known/openid-configuration, for verifiers outside the cluster (default https://ADVERTISE-API/openid/v1/jwks)")
 	f.Duration("service-account-max-token-expiration", apiserver.DefaultMaxTokenExpiration, "longest lifetime a token request gets; longer requests are shortened to it")
 	f.StringSlice("tls-san", nil, "extra DNS names and IP addresses of the API serving certificate, e.g. a load balancer's (repeat or comma separate)")
 }
@@ -52,6 +53,7 @@ func serviceAccountConfig(f *pflag.FlagSet, ca *pki.CA) (*apiserver.ServiceAccou
 	issuer, _ := f.GetString("service-account-issuer")
 	audiences, _ := f.GetStringSlice("api-audiences")
 	maxLife, _ := f.GetDuration("service-account-max-token-expiration")
+	jwksURI, _ := f.GetString("service-account-jwks-uri")
 	if maxLife < 10*time.Minute {
 		return nil, fmt.Errorf("--service-account-max-token-expiration %v: must be at least 10m, the shortest lifetime a token request may ask for", maxLife)
 	}
@@ -59,7 +61,7 @@ func serviceAccountConfig(f *pflag.FlagSet, ca *pki.CA) (*apiserver.ServiceAccou
 	if err != nil {
 		return nil, err
 	}
-	return &apiserver.ServiceAccountConfig{Signer: signer, Audiences: audiences, MaxExpiration: maxLife}, nil
+	return &apiserver.ServiceAccountConfig{Signer: signer, Audiences: audiences, MaxExpiration: maxLife, JWKSURI: jwksURI}, nil
 }
 
 // kubeletClientUser is the identity an API server presents to kubelets
