@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"cairn/internal/devcluster/demoapp"
 )
@@ -25,15 +26,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == demoCommand {
 		os.Exit(runDemo(os.Args[2:]))
 	}
-	fmt.Fprintln(os.Stderr, "usage: cairn-demo "+demoCommand+" serve|get ...: the program of the `cairn dev` demo image")
+	fmt.Fprintln(os.Stderr, "usage: cairn-demo "+demoCommand+" serve|get|whoami ...: the program of the `cairn dev` demo image")
 	os.Exit(2)
 }
 
-// runDemo runs `serve [--listen ADDR]` or `get [--count N] [--timeout D]
-// [--retry-for D] URL` and returns the exit code.
+// runDemo runs `serve [--listen ADDR]`, `get [--count N] [--timeout D]
+// [--retry-for D] URL` or `whoami [--retry-for D]` and returns the exit
+// code.
 func runDemo(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" serve|get ...")
+		fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" serve|get|whoami ...")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,7 +66,18 @@ func runDemo(args []string) int {
 			return 1
 		}
 		return 0
+	case "whoami":
+		fs := flag.NewFlagSet("whoami", flag.ContinueOnError)
+		retryFor := fs.Duration("retry-for", 30*time.Second, "how long to retry a failing request")
+		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+			return 2
+		}
+		if err := demoapp.WhoAmI(ctx, demoapp.ServiceAccountDir, *retryFor, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return 1
+		}
+		return 0
 	}
-	fmt.Fprintf(os.Stderr, "%s: unknown command %q (serve or get)\n", demoCommand, args[0])
+	fmt.Fprintf(os.Stderr, "%s: unknown command %q (serve, get or whoami)\n", demoCommand, args[0])
 	return 2
 }

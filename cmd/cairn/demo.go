@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"cairn/internal/devcluster/demoapp"
 
@@ -21,7 +22,7 @@ func newDemoHTTPCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 	}
-	cmd.AddCommand(newDemoServeCmd(), newDemoGetCmd())
+	cmd.AddCommand(newDemoServeCmd(), newDemoGetCmd(), newDemoWhoAmICmd())
 	return cmd
 }
 
@@ -56,5 +57,19 @@ func newDemoGetCmd() *cobra.Command {
 	fs := flag.NewFlagSet("get", flag.ContinueOnError)
 	demoapp.GetFlags(fs, &opts)
 	cmd.Flags().AddGoFlagSet(fs)
+	return cmd
+}
+
+func newDemoWhoAmICmd() *cobra.Command {
+	var retryFor time.Duration
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Print who the pod's service account token identifies, asking the API server in-cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demoapp.WhoAmI(cmd.Context(), demoapp.ServiceAccountDir, retryFor, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().DurationVar(&retryFor, "retry-for", 30*time.Second, "how long to retry a failing request")
 	return cmd
 }

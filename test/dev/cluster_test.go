@@ -272,13 +272,19 @@ func (c *devCluster) runClient(name, url string, count int) string {
 // retryFor; with 0, any failing request fails the pod.
 func (c *devCluster) runClientRetrying(name, url string, count int, retryFor time.Duration) string {
 	c.t.Helper()
+	return c.runPodArgs(name, []string{"get", "--count", strconv.Itoa(count), "--retry-for", retryFor.String(), url})
+}
+
+// runPodArgs runs a pod of the demo image with args until it succeeds,
+// and returns its log.
+func (c *devCluster) runPodArgs(name string, args []string) string {
+	c.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "client", Image: devcluster.DemoImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"get", "--count", strconv.Itoa(count), "--retry-for", retryFor.String(), url},
+				Name: "client", Image: devcluster.DemoImage, ImagePullPolicy: corev1.PullNever, Args: args,
 			}},
 		},
 	}

@@ -96,6 +96,13 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		}
 	})
 
+	t.Run("a pod reaches the API server through the kubernetes Service with its service account token", func(t *testing.T) {
+		log := c.runPodArgs("whoami", []string{"whoami", "--retry-for", "30s"})
+		if !strings.Contains(log, "user system:serviceaccount:default:default namespace default") {
+			t.Errorf("the in-cluster client printed:\n%s", log)
+		}
+	})
+
 	t.Run("scaled down to one replica, the demo answers only from the pod left", func(t *testing.T) {
 		checkScaleDown(t, c, url)
 	})
