@@ -83,15 +83,7 @@ func New(c *controllers.Context, ca []byte) (*Controller, error) {
 		client: c.Client, ca: ca, namespaces: nsInf.Lister(), configMaps: cmInf.Lister(),
 		queue: clusterutil.NewQueue(Name, c.Clock), log: c.Logger.With("controller", Name),
 	}
-	enqueueNS := func(obj any) {
-		if ns, ok := clusterutil.Untombstone(obj).(*corev1.Namespace); ok {
-			ctl.queue.Add(ns.Name)
-		}
-	}
-	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNS,
-		UpdateFunc: func(_, obj any) { enqueueNS(obj) },
-	}); err != nil {
+	if err := clusterutil.QueueNamespaces(nsInf, ctl.queue); err != nil {
 		return nil, fmt.Errorf("rootcacert: %w", err)
 	}
 	// An edited or deleted ConfigMap is put back.
@@ -115,15 +107,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (c *Controller) sync(ctx context.Context, namespace string) error {
-	ns, err := c.namespaces.Get(namespace)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if active, err := clusterutil.ActiveNamespace(c.namespaces, namespace); !active || err != nil {
 		return err
-	}
-	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-		return nil
 	}
 	cm, err := c.configMaps.ConfigMaps(namespace).Get(ConfigMapName)
 	switch {

@@ -49,15 +49,7 @@ func New(c *controllers.Context) (*Controller, error) {
 		client: c.Client, namespaces: nsInf.Lister(), accounts: saInf.Lister(),
 		queue: clusterutil.NewQueue(Name, c.Clock), log: c.Logger.With("controller", Name),
 	}
-	enqueueNS := func(obj any) {
-		if ns, ok := clusterutil.Untombstone(obj).(*corev1.Namespace); ok {
-			ctl.queue.Add(ns.Name)
-		}
-	}
-	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNS,
-		UpdateFunc: func(_, obj any) { enqueueNS(obj) },
-	}); err != nil {
+	if err := clusterutil.QueueNamespaces(nsInf, ctl.queue); err != nil {
 		return nil, fmt.Errorf("serviceaccount: %w", err)
 	}
 	// A deleted default account is recreated; other accounts do not matter.
@@ -79,21 +71,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
-	ns, err := c.namespaces.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if active, err := clusterutil.ActiveNamespace(c.namespaces, name); !active || err != nil {
 		return err
-	}
-	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-		return nil
 	}
 	if _, err := c.accounts.ServiceAccounts(name).Get(DefaultName); err == nil {
 		return nil
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName, Namespace: name}}
-	_, err = c.client.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{})
+	_, err := c.client.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		c.log.Debug("created the default service account", "namespace", name)
