@@ -25,7 +25,8 @@ const (
 // pod: it runs as the "default" service account unless it names one, and,
 // unless the pod or its service account turns automountServiceAccountToken
 // off, every container gets the account's token, the cluster CA and the
-// namespace at serviceAccountMountPath from a projected volume.
+// namespace at serviceAccountMountPath from a projected volume. A pod
+// that names no image pull secrets gets its account's.
 func (s *Server) admitServiceAccount(ctx context.Context, obj runtime.Object) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || s.cfg.ServiceAccounts == nil || pod.Annotations[mirrorPodAnnotation] != "" {
@@ -38,7 +39,16 @@ func (s *Server) admitServiceAccount(ctx context.Context, obj runtime.Object) {
 		pod.Spec.ServiceAccountName = defaultServiceAccount
 	}
 	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
-	if !s.automounts(ctx, pod) {
+	// A service account this server does not know (yet) has no say; the
+	// kubelet waits for it before it starts the pod.
+	sa, err := s.serviceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		sa = &corev1.ServiceAccount{}
+	}
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		pod.Spec.ImagePullSecrets = append([]corev1.LocalObjectReference(nil), sa.ImagePullSecrets...)
+	}
+	if !automounts(pod, sa) {
 		return
 	}
 	name := generatedName("kube-api-access-")
@@ -66,14 +76,13 @@ func (s *Server) admitServiceAccount(ctx context.Context, obj runtime.Object) {
 }
 
 // automounts reports whether pod gets its service account's token: the
-// pod's automountServiceAccountToken decides, else its service account's,
-// else yes. A service account this server does not know yet counts as
-// yes; the kubelet waits for it before it starts the pod.
-func (s *Server) automounts(ctx context.Context, pod *corev1.Pod) bool {
+// pod's automountServiceAccountToken decides, else its account's, else
+// yes.
+func automounts(pod *corev1.Pod, sa *corev1.ServiceAccount) bool {
 	if pod.Spec.AutomountServiceAccountToken != nil {
 		return *pod.Spec.AutomountServiceAccountToken
 	}
-	if sa, err := s.serviceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName); err == nil && sa.AutomountServiceAccountToken != nil {
+	if sa.AutomountServiceAccountToken != nil {
 		return *sa.AutomountServiceAccountToken
 	}
 	return true

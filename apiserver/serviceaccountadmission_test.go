@@ -21,7 +21,7 @@ func TestPodsGetTheirServiceAccountVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := admin.CoreV1().ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "quiet"},
-		AutomountServiceAccountToken: ptr.To(false)}, metav1.CreateOptions{}); err != nil {
+		AutomountServiceAccountToken: ptr.To(false), ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := func(name string, edit func(*corev1.Pod)) *corev1.Pod {
@@ -85,6 +85,13 @@ func TestPodsGetTheirServiceAccountVolume(t *testing.T) {
 	}
 	if p := pod("account-opts-out", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "quiet" }); accessVolume(p) != nil {
 		t.Error("a pod of an account with automountServiceAccountToken false got the volume")
+	} else if len(p.Spec.ImagePullSecrets) != 1 || p.Spec.ImagePullSecrets[0].Name != "registry" {
+		t.Errorf("the account's image pull secrets: %+v", p.Spec.ImagePullSecrets)
+	}
+	if p := pod("own-secrets", func(p *corev1.Pod) {
+		p.Spec.ServiceAccountName, p.Spec.ImagePullSecrets = "quiet", []corev1.LocalObjectReference{{Name: "mine"}}
+	}); len(p.Spec.ImagePullSecrets) != 1 || p.Spec.ImagePullSecrets[0].Name != "mine" {
+		t.Errorf("a pod's own image pull secrets: %+v", p.Spec.ImagePullSecrets)
 	}
 	if p := pod("account-overruled", func(p *corev1.Pod) {
 		p.Spec.ServiceAccountName, p.Spec.AutomountServiceAccountToken = "quiet", ptr.To(true)
