@@ -273,6 +273,24 @@ func TestKubectlAgainstThreeReplicaAPI(t *testing.T) {
 			t.Errorf("kubectl version must exit 0:\n%s", r)
 		}
 	})
+
+	t.Run("CreateTokenIdentifiesTheServiceAccount", func(t *testing.T) {
+		k.must(t, "-n", "shop", "create", "serviceaccount", "robot")
+		token := strings.TrimSpace(k.must(t, "-n", "shop", "create", "token", "robot", "--duration", "20m"))
+		// As the README shows it: the token alone, without the admin
+		// certificate of the kubeconfig, on another replica.
+		who := k.must(t, "--kubeconfig", os.DevNull, "--server", "https://"+apis[2],
+			"--certificate-authority", filepath.Join(c.pki, "ca.crt"), "--token", token,
+			"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+		if who != "system:serviceaccount:shop:robot" {
+			t.Errorf("auth whoami with the token printed %q", who)
+		}
+		r := k.run(t, "--kubeconfig", os.DevNull, "--server", "https://"+apis[2],
+			"--certificate-authority", filepath.Join(c.pki, "ca.crt"), "--token", token, "-n", "shop", "get", "pods")
+		if r.code == 0 || !strings.Contains(r.stderr, `cannot list resource "pods"`) {
+			t.Errorf("the token without a role listed pods:\n%s", r)
+		}
+	})
 }
 
 // startAPICluster bootstraps three members that also serve the Kubernetes
