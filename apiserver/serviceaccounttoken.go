@@ -52,14 +52,16 @@ func (c *ServiceAccountConfig) audiences() []string {
 }
 
 // withServiceAccounts puts the service account authenticator in front of
-// inner: it passes over bearer tokens of other issuers.
+// inner, after client certificates as in Kubernetes (a request with both
+// is the certificate's user): it passes over bearer tokens of other
+// issuers.
 func (s *Server) withServiceAccounts(inner authn.Authenticator) authn.Authenticator {
 	sa := &serviceaccount.Authenticator{
 		Signer:    s.cfg.ServiceAccounts.Signer,
 		Audiences: s.cfg.ServiceAccounts.audiences(),
 		Objects:   cachedObjects{s},
 	}
-	return authn.Chain{sa, inner}
+	return authn.Chain{authn.ClientCert{}, sa, inner}
 }
 
 // cachedGet reads one object of a core resource from this replica's

@@ -76,6 +76,16 @@ func TestServiceAccountTokens(t *testing.T) {
 		!slices.Contains(u.Groups, "system:serviceaccounts") || !slices.Contains(u.Groups, "system:serviceaccounts:team") || !slices.Contains(u.Groups, "system:authenticated") {
 		t.Errorf("whoami with the token: %+v", u)
 	}
+	// A client certificate wins over a token, as in Kubernetes.
+	both := c.restConfig(1, "admin", "system:masters")
+	both.BearerToken = tr.Status.Token
+	bothClient, err := kubernetes.NewForConfig(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := bothClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err != nil || who.Status.UserInfo.Username != "admin" {
+		t.Errorf("whoami with a certificate and a token: %v, %v", who, err)
+	}
 	checkIssuerDiscovery(t, robot, tr.Status.Token)
 	err = c.userClient(0, "alice").CoreV1().RESTClient().Get().AbsPath("/openid/v1/jwks").Do(ctx).Error()
 	wantForbidden(t, "the key set as a user who is no service account", err, `cannot get path "/openid/v1/jwks"`)
