@@ -119,8 +119,27 @@ func NewWithOptions(t testing.TB, n int, opts Options) *Cluster {
 	for i := range c.apis {
 		c.waitNamespace(i, "kube-system")
 		c.waitNamespace(i, "default")
+		c.waitReady(i)
 	}
 	return c
+}
+
+// waitReady waits until API server i answers /readyz, which it does once
+// it has also put the default roles and bindings in place: the start-up
+// writes are over, and a test counting writes counts only its own.
+func (c *Cluster) waitReady(i int) {
+	cs := c.Client(i)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(context.Background()).Error()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("testcluster: API server %d is not ready after 15s: %v", i, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *Cluster) startStore(i int, storeAddr string) (*raftstore.Server, error) {
