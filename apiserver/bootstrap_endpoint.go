@@ -61,11 +61,7 @@ func (s *Server) tokenSecret(ctx context.Context, id string) (*corev1.Secret, er
 	if !ok {
 		return nil, nil
 	}
-	key := h.key(bootstrap.SecretNamespace, bootstrap.SecretName(id))
-	obj, err := h.store.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		obj, err = h.store.Get(ctx, key, storage.GetOptions{})
-	}
+	obj, err := h.getCached(ctx, bootstrap.SecretNamespace, bootstrap.SecretName(id))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -74,7 +70,7 @@ func (s *Server) tokenSecret(ctx context.Context, id string) (*corev1.Secret, er
 	}
 	secret, ok := obj.(*corev1.Secret)
 	if !ok {
-		return nil, fmt.Errorf("apiserver: secret %s is a %T", key, obj)
+		return nil, fmt.Errorf("apiserver: secret %s/%s is a %T", bootstrap.SecretNamespace, bootstrap.SecretName(id), obj)
 	}
 	return secret, nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"cairn/apiserver/registry/core"
-	"cairn/apiserver/storage"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,12 +60,7 @@ func (h *restHandler) namespaceAdmits(ctx context.Context, obj metav1.Object) er
 		return nil
 	}
 	name := obj.GetNamespace()
-	got, err := nsh.store.Get(ctx, nsh.key("", name), storage.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		// The cache may not have seen a namespace created a moment ago
-		// through another API server: ask the store before refusing.
-		got, err = nsh.store.Get(ctx, nsh.key("", name), storage.GetOptions{})
-	}
+	got, err := nsh.getCached(ctx, "", name)
 	if err != nil {
 		return err
 	}

@@ -31,11 +31,7 @@ func (h *restHandler) admitPriority(ctx context.Context, obj runtime.Object) err
 	}
 	var class *schedulingv1.PriorityClass
 	if name := pod.Spec.PriorityClassName; name != "" {
-		got, err := ph.store.Get(ctx, ph.key("", name), storage.GetOptions{ResourceVersion: "0"})
-		if apierrors.IsNotFound(err) {
-			// The cache may lag a class created a moment ago.
-			got, err = ph.store.Get(ctx, ph.key("", name), storage.GetOptions{})
-		}
+		got, err := ph.getCached(ctx, "", name)
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewForbidden(h.res.GVR.GroupResource(), pod.Name,
 				fmt.Errorf("no PriorityClass with name %s was found", name))

@@ -40,6 +40,17 @@ func (h *restHandler) key(namespace, name string) string {
 	return h.store.Key("", name)
 }
 
+// getCached reads an object from this replica's watch cache, and from the
+// store when the cache lacks it: the cache may not have seen an object
+// created a moment ago through another API server.
+func (h *restHandler) getCached(ctx context.Context, namespace, name string) (runtime.Object, error) {
+	obj, err := h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		obj, err = h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{})
+	}
+	return obj, err
+}
+
 func (h *restHandler) prefix(namespace string) string {
 	if h.res.Namespaced {
 		return h.store.Prefix(namespace)

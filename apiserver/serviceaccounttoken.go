@@ -64,20 +64,20 @@ func (s *Server) withServiceAccounts(inner authn.Authenticator) authn.Authentica
 	return authn.Chain{authn.ClientCert{}, sa, inner}
 }
 
-// cachedGet reads one object of a core resource from this replica's
-// watch cache.
+// cachedGet reads one object of a core resource (getCached) for the
+// authenticator, which has no request context to pass.
 func (s *Server) cachedGet(resource, namespace, name string) (runtime.Object, bool) {
 	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource(resource)]
 	if !ok {
 		return nil, false
 	}
-	obj, err := h.store.Get(context.Background(), h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
+	obj, err := h.getCached(context.Background(), namespace, name)
 	return obj, err == nil
 }
 
-// cachedObjects looks service accounts and pods up in the watch caches,
-// for the authenticator: a token stops working once this replica sees its
-// service account or pod gone.
+// cachedObjects looks service accounts and pods up for the
+// authenticator: a token stops working once this replica sees its service
+// account or pod gone.
 type cachedObjects struct{ s *Server }
 
 func (c cachedObjects) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool) {
@@ -184,10 +184,7 @@ func (s *Server) serviceAccount(ctx context.Context, namespace, name string) (*c
 	if !ok {
 		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), name)
 	}
-	obj, err := h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
-	if err != nil {
-		obj, err = h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{})
-	}
+	obj, err := h.getCached(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -207,11 +204,10 @@ func (s *Server) boundPod(ctx context.Context, namespace string, ref *authentica
 	if !ok {
 		return nil, apierrors.NewBadRequest("spec.boundObjectRef: this API server does not serve pods")
 	}
-	// The cache serves the common case, a kubelet asking for a pod it
-	// runs; a pod it lacks, or has in another incarnation, is read from
-	// the store.
-	obj, err := h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{ResourceVersion: "0"})
-	if err != nil || (ref.UID != "" && obj.(*corev1.Pod).UID != ref.UID) {
+	// A pod the cache has in another incarnation than the one asked for
+	// is read again from the store: the cache may lag its replacement.
+	obj, err := h.getCached(ctx, namespace, ref.Name)
+	if err == nil && ref.UID != "" && obj.(*corev1.Pod).UID != ref.UID {
 		obj, err = h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
