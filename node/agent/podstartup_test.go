@@ -292,6 +292,24 @@ func settle(b *testing.B, nodes []*testNode, prefix string) {
 		}
 		return true
 	})
+	// The kubelets have removed each pod's sandbox, volumes and
+	// directory, which they do last: a teardown still going on, waiting
+	// mostly on the kernel, passes for idle below but would share the
+	// next run's cores.
+	deleted := time.Now()
+	wait("pods still have directories on their nodes", func() bool {
+		for _, n := range nodes {
+			entries, err := os.ReadDir(filepath.Join(n.cfg.DataDir, "kubelet", "pods"))
+			if err != nil && !os.IsNotExist(err) {
+				b.Fatal(err)
+			}
+			if len(entries) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	b.Logf("run %s: the nodes removed the pods' sandboxes and volumes %v after their containers ended", prefix, time.Since(deleted).Round(time.Millisecond))
 	// Idle: under a tenth of the machine busy over two windows in a row.
 	const window = 250 * time.Millisecond
 	idle := time.Duration(float64(window) * float64(runtime.NumCPU()) / 10)

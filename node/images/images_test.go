@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cairn/internal/testimage"
 
@@ -445,5 +446,66 @@ func TestGetReturnsACopyCallersMayChange(t *testing.T) {
 	}
 	if !slices.Equal(again.Config.Env, want) || !slices.Equal(again.RepoTags, []string{ref}) {
 		t.Errorf("a caller's change leaked into the store: env %q tags %q", again.Config.Env, again.RepoTags)
+	}
+}
+
+// TestListSeesEveryChangeOfTheIndex checks List's cache: another
+// store on the same directory (another process, as `cairn image
+// import` is) imports and removes images, and each List sees it.
+func TestListSeesEveryChangeOfTheIndex(t *testing.T) {
+	defer func(d time.Duration) { indexSettled = d }(indexSettled)
+	indexSettled = 0 // cache every index, however new
+	dir := t.TempDir()
+	s, other := openStore(t, dir), openStore(t, dir)
+	importOne := func(ref string) {
+		l, err := testimage.Layer([]testimage.File{{Path: "name", Data: []byte(ref)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := testimage.Image(v1.Config{Env: []string{"A=1"}}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "image.tar")
+		if err := testimage.WriteOCILayoutTar(p, map[string]v1.Image{ref: img}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Import(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tags := func() []string {
+		t.Helper()
+		imgs, err := s.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, img := range imgs {
+			out = append(out, img.RepoTags...)
+		}
+		slices.Sort(out)
+		return out
+	}
+	importOne("cairn.test/one:v1")
+	if got := tags(); !slices.Equal(got, []string{"cairn.test/one:v1"}) {
+		t.Fatalf("after one import: %q", got)
+	}
+	importOne("cairn.test/two:v1")
+	if got := tags(); !slices.Equal(got, []string{"cairn.test/one:v1", "cairn.test/two:v1"}) {
+		t.Fatalf("after a second import: %q", got)
+	}
+	// What a caller changes stays its own.
+	imgs, _ := s.List()
+	imgs[0].RepoTags[0] = "changed"
+	imgs[0].Config.Env[0] = "CHANGED=1"
+	if again, _ := s.List(); again[0].RepoTags[0] == "changed" || again[0].Config.Env[0] != "A=1" {
+		t.Errorf("a caller's change leaked into the cache: %+v", again[0])
+	}
+	if err := other.Remove("cairn.test/one:v1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tags(); !slices.Equal(got, []string{"cairn.test/two:v1"}) {
+		t.Fatalf("after a remove: %q", got)
 	}
 }

@@ -15,12 +15,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cairn/internal/atomicfile"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound is returned for an image the store does not hold.
@@ -65,7 +67,27 @@ type Store struct {
 	// goes stale, and the runtime looks images up on every container
 	// start. The index itself is read anew on every call.
 	described sync.Map // manifest digest → Image, without names
+	// listed caches List by the index file it read (see indexStamp):
+	// the runtime looks an image up on every container start, and
+	// `cairn image import` may change the index from another process.
+	listed atomic.Pointer[listing]
 }
+
+// listing is one List result and the index file it came from.
+type listing struct {
+	stamp indexStamp
+	imgs  []Image
+}
+
+// indexStamp tells one index.json from another: every write replaces
+// the file (a new inode), and one written within the last moments is
+// never trusted, since a clock tick holds many writes.
+type indexStamp struct {
+	ino, size, mtime, ctime int64
+}
+
+// indexSettled is how old an index must be before List caches it.
+var indexSettled = 2 * time.Second
 
 // Image describes an image in the store.
 type Image struct {
@@ -137,6 +159,40 @@ func (s *Store) blobPath(digest string) string {
 
 // List returns every image in the store, one per image ID.
 func (s *Store) List() ([]Image, error) {
+	stamp, settled := s.stampIndex()
+	if l := s.listed.Load(); settled && l != nil && l.stamp == stamp {
+		return cloneImages(l.imgs), nil
+	}
+	imgs, err := s.list()
+	if err == nil && settled {
+		s.listed.Store(&listing{stamp: stamp, imgs: cloneImages(imgs)})
+	}
+	return imgs, err
+}
+
+// stampIndex returns the index file's stamp, and whether it is old
+// enough to cache what it says.
+func (s *Store) stampIndex() (indexStamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(s.path("index.json"), &st); err != nil {
+		return indexStamp{}, false
+	}
+	mtime, ctime := st.Mtim.Nano(), st.Ctim.Nano()
+	stamp := indexStamp{ino: int64(st.Ino), size: st.Size, mtime: mtime, ctime: ctime}
+	return stamp, time.Since(time.Unix(0, max(mtime, ctime))) > indexSettled
+}
+
+func cloneImages(imgs []Image) []Image {
+	out := slices.Clone(imgs)
+	for i := range out {
+		out[i].RepoTags = slices.Clone(out[i].RepoTags)
+		out[i].RepoDigests = slices.Clone(out[i].RepoDigests)
+		out[i].Config = *out[i].Config.DeepCopy()
+	}
+	return out
+}
+
+func (s *Store) list() ([]Image, error) {
 	idx, err := s.readIndex()
 	if err != nil {
 		return nil, err

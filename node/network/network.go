@@ -63,8 +63,9 @@ type Network struct {
 	log   *slog.Logger
 	ipam  ipam
 
-	// mu is held to read the fields below, shared by attaches (see
-	// lockedAttach), exclusively by everything else.
+	// mu guards the fields below: shared by attaches and detaches of
+	// sandboxes (see lockedAttach) and by readers, exclusively by what
+	// replaces them (SetPodCIDR, Close, GC, Teardown).
 	mu sync.RWMutex
 	h  *netlink.Handle
 	// rt is a route netlink socket in the node's namespace, for the
@@ -177,16 +178,16 @@ func (n *Network) Close() {
 
 // PodCIDR returns the node's pod range, invalid until one is set.
 func (n *Network) PodCIDR() netip.Prefix {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	return n.podCIDR
 }
 
 // Ready reports whether pods can be attached: the podCIDR is known and
 // the bridge exists.
 func (n *Network) Ready() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	if !n.podCIDR.IsValid() || n.h == nil {
 		return false
 	}
@@ -492,13 +493,14 @@ const loopbackIndex = 1
 
 // Detach removes a sandbox's veth and frees its address. It is
 // idempotent, and works after the namespace is gone.
+//
+// Detaches share the lock with attaches, as attaches do with each
+// other: deleting a veth waits tens of milliseconds for the kernel to
+// release the device, and a node tearing down a burst of pods would
+// otherwise hold the pods starting meanwhile behind each deletion.
 func (n *Network) Detach(sandboxID string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.unsafeDetach(sandboxID)
-}
-
-func (n *Network) unsafeDetach(sandboxID string) error {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	if n.h != nil {
 		if link, err := n.h.LinkByName(vethName(vethPrefix, sandboxID)); err == nil {
 			if err := n.h.LinkDel(link); err != nil && !errors.Is(err, unix.ENODEV) {

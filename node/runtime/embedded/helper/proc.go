@@ -49,10 +49,45 @@ func ExitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return 255
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return waitStatusCode(ws)
 	}
 	return ps.ExitCode()
+}
+
+// waitStatusCode is ExitCode for a status from wait4.
+func waitStatusCode(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	case ws.Exited():
+		return ws.ExitStatus()
+	}
+	return 255
+}
+
+// child is the shim's own child process, the container's first. The
+// shim waits for it with wait4 rather than through os.Process, whose
+// first use probes for pidfd support by forking a process: a fork and a
+// cleanup registration saved on every container start.
+type child int
+
+// kill sends the child SIGKILL.
+func (c child) kill() { syscall.Kill(int(c), syscall.SIGKILL) }
+
+// wait reaps the child and returns its exit status as ExitCode does.
+func (c child) wait() int {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(int(c), &ws, 0, nil)
+		switch err {
+		case nil:
+			return waitStatusCode(ws)
+		case syscall.EINTR:
+			continue
+		}
+		return 255
+	}
 }
 
 // ignoredSignals returns the signals the calling process ignores, as

@@ -142,17 +142,16 @@ func (s *shim) run() error {
 		// the shims that predate the socket.
 		reopenOnSignal(reopen)
 	}
-	pidStart, _ := ProcStartTime(proc.Pid)
+	pidStart, _ := ProcStartTime(int(proc))
 	if err := s.saveState(func(st *State) {
-		st.PID, st.PIDStart, st.Running, st.StartedAt = proc.Pid, pidStart, true, time.Now().UnixNano()
+		st.PID, st.PIDStart, st.Running, st.StartedAt = int(proc), pidStart, true, time.Now().UnixNano()
 		st.SocketReopenOnly = ln != nil
 	}); err != nil {
-		proc.Kill()
-		ps, _ := proc.Wait()
-		hub.shutdown(ExitCode(ps))
+		proc.kill()
+		hub.shutdown(proc.wait())
 		return s.fail(err)
 	}
-	s.sendReport(shimReport{PID: proc.Pid})
+	s.sendReport(shimReport{PID: int(proc)})
 
 	var copying sync.WaitGroup
 	for _, out := range cio.outputs() {
@@ -163,7 +162,7 @@ func (s *shim) run() error {
 		}()
 	}
 
-	ps, _ := proc.Wait()
+	code := proc.wait()
 	drained := make(chan struct{})
 	go func() { copying.Wait(); close(drained) }()
 	select {
@@ -174,7 +173,6 @@ func (s *shim) run() error {
 		// blocking for.
 	}
 	cio.close()
-	code := ExitCode(ps)
 	reason := ReasonCompleted
 	switch {
 	case sp.Cgroups.OOMKills() > 0:
@@ -280,10 +278,10 @@ func newContainerIO(sp *Spec) (cio *containerIO, stdin, stdout, stderr *os.File,
 // (see launch), places it in the container's cgroups, lets it exec the
 // command, and returns once the exec succeeded, with the shim's side of
 // the container's stdio.
-func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err error) {
+func (s *shim) startContainer(sp *Spec) (proc child, cio *containerIO, err error) {
 	cio, inC, outC, errC, err := newContainerIO(sp)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
 	// The child's files, closed once it has them.
 	var childEnds []*os.File
@@ -300,7 +298,7 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 	if !sp.TTY && inC == nil {
 		if inC, err = os.Open(os.DevNull); err != nil {
 			cio.close()
-			return nil, nil, err
+			return 0, nil, err
 		}
 		childEnds = append(childEnds, inC)
 	}
@@ -310,7 +308,7 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 		f, err := os.OpenFile(name, os.O_WRONLY, 0)
 		if err != nil {
 			cio.close()
-			return nil, nil, fmt.Errorf("opening the container's cgroup: %w", err)
+			return 0, nil, fmt.Errorf("opening the container's cgroup: %w", err)
 		}
 		childEnds = append(childEnds, f)
 		cgroupProcs = append(cgroupProcs, f)
@@ -320,7 +318,7 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 	failR, failW, err := os.Pipe()
 	if err != nil {
 		cio.close()
-		return nil, nil, err
+		return 0, nil, err
 	}
 	defer failR.Close()
 	childEnds = append(childEnds, failW)
@@ -328,7 +326,7 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 	pid, master, err := launch(s.dir, sp, [3]*os.File{inC, outC, errC}, cgroupProcs, failW)
 	if err != nil {
 		cio.close()
-		return nil, nil, err
+		return 0, nil, err
 	}
 	for _, f := range childEnds {
 		f.Close()
@@ -340,23 +338,19 @@ func (s *shim) startContainer(sp *Spec) (proc *os.Process, cio *containerIO, err
 			cio.stdin = master
 		}
 	}
-	if proc, err = os.FindProcess(pid); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		cio.close()
-		return nil, nil, err
-	}
+	proc = child(pid)
 	var failure childFailure
 	switch n, _ := io.ReadFull(failR, failure[:]); n {
 	case 0:
 		return proc, cio, nil
 	case len(failure):
-		proc.Wait()
+		proc.wait()
 		cio.close()
-		return nil, nil, failure.describe(sp)
+		return 0, nil, failure.describe(sp)
 	default:
-		proc.Kill()
-		proc.Wait()
+		proc.kill()
+		proc.wait()
 		cio.close()
-		return nil, nil, errors.New("the container's process failed to start")
+		return 0, nil, errors.New("the container's process failed to start")
 	}
 }
