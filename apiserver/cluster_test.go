@@ -169,5 +169,5 @@ func serviceAccountsOf(t *testing.T, ca *pki.CA) *ServiceAccountConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ServiceAccountConfig{Signer: signer}
+	return &ServiceAccountConfig{Signer: signer, CACert: ca.CertPEM}
 }

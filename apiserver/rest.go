@@ -237,6 +237,9 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 	h.res.Strategy.Default(obj)
 	h.s.addDefaultTolerations(obj)
 	h.s.admitServiceAccount(ctx, obj)
+	if err := h.s.admitTokenSecret(ctx, obj, true); err != nil {
+		return nil, err
+	}
 	// A client may create an object with its managedFields (a restore
 	// does): they are kept, and the creator's fields added to them.
 	m.SetManagedFields(requested)
@@ -322,6 +325,9 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			h.res.Strategy.Default(obj)
 			h.s.addDefaultTolerations(obj)
 			h.s.admitServiceAccount(ctx, obj)
+			if err := h.s.admitTokenSecret(ctx, obj, true); err != nil {
+				return nil, err
+			}
 			m.SetManagedFields(requested)
 			if track {
 				obj = h.trackCreate(r, info.Subresource, obj)
@@ -352,6 +358,9 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				h.res.Strategy.PrepareStatusForUpdate(ctx, obj, current)
 			} else {
 				h.res.Strategy.PrepareForUpdate(ctx, obj, current)
+				if err := h.s.admitTokenSecret(ctx, obj, false); err != nil {
+					return nil, err
+				}
 			}
 			// Only the main resource moves generation: a status write that
 			// also changes a deployment's annotations does not.

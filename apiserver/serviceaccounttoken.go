@@ -33,6 +33,9 @@ type ServiceAccountConfig struct {
 	// JWKSURI is the jwks_uri of the issuer discovery document; this
 	// server's advertised address when empty.
 	JWKSURI string
+	// CACert is the cluster CA certificate (PEM), the ca.crt of the
+	// Secrets that hold legacy tokens.
+	CACert []byte
 }
 
 const (
@@ -90,6 +93,12 @@ func (c cachedObjects) Pod(namespace, name string) (*corev1.Pod, bool) {
 	obj, ok := c.s.cachedGet("pods", namespace, name)
 	pod, _ := obj.(*corev1.Pod)
 	return pod, ok && pod != nil
+}
+
+func (c cachedObjects) Secret(namespace, name string) (*corev1.Secret, bool) {
+	obj, ok := c.s.cachedGet("secrets", namespace, name)
+	secret, _ := obj.(*corev1.Secret)
+	return secret, ok && secret != nil
 }
 
 // serveServiceAccountToken serves POST serviceaccounts/{name}/token

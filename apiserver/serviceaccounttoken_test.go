@@ -3,6 +3,8 @@ package apiserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -207,5 +209,91 @@ func checkIssuerDiscovery(t *testing.T, cs kubernetes.Interface, token string) {
 	}
 	if claims.Issuer != conf.Issuer {
 		t.Errorf("token issuer %q, discovery says %q", claims.Issuer, conf.Issuer)
+	}
+}
+
+// TestServiceAccountTokenSecrets: a Secret of type
+// kubernetes.io/service-account-token comes back filled in (token,
+// ca.crt, namespace, the account's uid); its token identifies the
+// account on every replica until the Secret or the account goes.
+func TestServiceAccountTokenSecrets(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	admin := c.client(0)
+	secrets := admin.CoreV1().Secrets("default")
+	tokenSecret := func(name, account string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{corev1.ServiceAccountNameKey: account}},
+			Type: corev1.SecretTypeServiceAccountToken}
+	}
+
+	// The account must exist first.
+	_, err := secrets.Create(ctx, tokenSecret("early", "builder"), metav1.CreateOptions{})
+	wantStatus(t, "a token Secret of a missing service account", err, http.StatusUnprocessableEntity)
+	if err == nil || !strings.Contains(err.Error(), "create it before its token Secret") {
+		t.Errorf("the refusal does not say what to do: %v", err)
+	}
+	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret *corev1.Secret
+	eventually(t, "a token Secret of the new account is filled in", func() error {
+		secret, err = secrets.Create(ctx, tokenSecret("builder-token", "builder"), metav1.CreateOptions{})
+		return err
+	})
+	token := string(secret.Data[corev1.ServiceAccountTokenKey])
+	if token == "" || string(secret.Data[corev1.ServiceAccountNamespaceKey]) != "default" ||
+		!strings.Contains(string(secret.Data[corev1.ServiceAccountRootCAKey]), "BEGIN CERTIFICATE") ||
+		secret.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
+		t.Fatalf("the stored Secret: annotations %v, keys %v", secret.Annotations, slices.Sorted(maps.Keys(secret.Data)))
+	}
+	for i := range 3 {
+		var who *authenticationv1.SelfSubjectReview
+		eventually(t, "the Secret's token is accepted", func() error {
+			who, err = c.tokenClient(i, token).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		})
+		if u := who.Status.UserInfo; u.Username != "system:serviceaccount:default:builder" || u.UID != string(sa.UID) {
+			t.Errorf("replica %d: whoami with the Secret's token: %+v", i, u)
+		}
+	}
+
+	// An update that drops the token gets a new one; the old one is
+	// revoked.
+	secret.Data = map[string][]byte{"note": []byte("rotate")}
+	rotated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := string(rotated.Data[corev1.ServiceAccountTokenKey])
+	if fresh == "" || fresh == token || len(rotated.Data[corev1.ServiceAccountRootCAKey]) == 0 {
+		t.Fatalf("after an update without the token: keys %v", slices.Sorted(maps.Keys(rotated.Data)))
+	}
+	eventually(t, "the replaced token is refused", func() error {
+		_, err := c.tokenClient(1, token).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the old token: %v, want 401", err)
+		}
+		return nil
+	})
+
+	// A Secret naming an account's earlier incarnation is refused.
+	stale := tokenSecret("stale-token", "builder")
+	stale.Annotations[corev1.ServiceAccountUIDKey] = "0000-old"
+	_, err = secrets.Create(ctx, stale, metav1.CreateOptions{})
+	wantStatus(t, "a token Secret of another incarnation of the account", err, http.StatusUnprocessableEntity)
+
+	// Deleting the Secret revokes its token.
+	if err := secrets.Delete(ctx, "builder-token", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		eventually(t, "the deleted Secret's token is refused", func() error {
+			_, err := c.tokenClient(i, fresh).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+			if !apierrors.IsUnauthorized(err) {
+				return fmt.Errorf("replica %d: %v, want 401", i, err)
+			}
+			return nil
+		})
 	}
 }

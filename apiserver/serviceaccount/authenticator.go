@@ -1,6 +1,7 @@
 package serviceaccount
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +23,7 @@ const (
 type Objects interface {
 	ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool)
 	Pod(namespace, name string) (*corev1.Pod, bool)
+	Secret(namespace, name string) (*corev1.Secret, bool)
 }
 
 // Authenticator identifies service accounts by their bearer tokens.
@@ -52,8 +54,13 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 	if err != nil {
 		return nil, false, err
 	}
+	if t.Secret != "" {
+		if err := a.checkSecret(t, raw); err != nil {
+			return nil, false, err
+		}
+	}
 	sa, ok := a.Objects.ServiceAccount(t.Namespace, t.ServiceAccount.Name)
-	if !ok || string(sa.UID) != t.ServiceAccount.UID {
+	if !ok || sa.DeletionTimestamp != nil || string(sa.UID) != t.ServiceAccount.UID {
 		return nil, false, fmt.Errorf("serviceaccount: the token's service account %s/%s (uid %s) no longer exists",
 			t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID)
 	}
@@ -65,6 +72,19 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 		}
 	}
 	return UserOf(t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID), true, nil
+}
+
+// checkSecret checks that the Secret a legacy token names still holds
+// it: deleting the Secret, or replacing its token, revokes the token.
+func (a *Authenticator) checkSecret(t *Token, raw string) error {
+	secret, ok := a.Objects.Secret(t.Namespace, t.Secret)
+	if !ok || secret.DeletionTimestamp != nil || secret.Type != corev1.SecretTypeServiceAccountToken {
+		return fmt.Errorf("serviceaccount: the token's Secret %s/%s no longer exists: the token was revoked", t.Namespace, t.Secret)
+	}
+	if subtle.ConstantTimeCompare(secret.Data[corev1.ServiceAccountTokenKey], []byte(raw)) != 1 {
+		return fmt.Errorf("serviceaccount: the Secret %s/%s holds another token now: this one was revoked", t.Namespace, t.Secret)
+	}
+	return nil
 }
 
 // UserOf is the user a service account authenticates as.

@@ -106,8 +106,14 @@ func TestVerifyRefuses(t *testing.T) {
 }
 
 type objects struct {
-	sas  map[string]*corev1.ServiceAccount
-	pods map[string]*corev1.Pod
+	sas     map[string]*corev1.ServiceAccount
+	pods    map[string]*corev1.Pod
+	secrets map[string]*corev1.Secret
+}
+
+func (o objects) Secret(ns, name string) (*corev1.Secret, bool) {
+	s, ok := o.secrets[ns+"/"+name]
+	return s, ok
 }
 
 func (o objects) ServiceAccount(ns, name string) (*corev1.ServiceAccount, bool) {
@@ -167,5 +173,64 @@ func TestAuthenticator(t *testing.T) {
 	// Not ours: the next authenticator decides.
 	if _, ok, err := a.Authenticate(bearer("static-token")); ok || err != nil {
 		t.Fatalf("a static token: %v %v", ok, err)
+	}
+}
+
+// A legacy token lives as long as its Secret holds it and its service
+// account lives; it has no expiry or audience to check.
+func TestLegacyToken(t *testing.T) {
+	ca := newCAKey(t)
+	s := newSigner(t, ca, DefaultIssuer)
+	tok := Token{Namespace: "team", ServiceAccount: Ref{Name: "robot", UID: "sa-uid"}, Secret: "robot-token"}
+	raw, err := s.IssueLegacy(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Any issuer setting verifies it: the legacy issuer is fixed.
+	got, err := newSigner(t, ca, "https://elsewhere").Verify(raw, []string{"https://elsewhere"}, t0.Add(10*365*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Namespace != "team" || got.ServiceAccount != tok.ServiceAccount || got.Secret != "robot-token" || !got.Expiry.IsZero() {
+		t.Fatalf("verified %+v", got)
+	}
+	if _, err := newSigner(t, newCAKey(t), DefaultIssuer).Verify(raw, nil, t0); err == nil || errors.Is(err, ErrOtherIssuer) {
+		t.Fatalf("another cluster's legacy token: %v, want a signature error", err)
+	}
+	if _, err := s.IssueLegacy(robot()); err == nil {
+		t.Fatal("a legacy token without a Secret was issued")
+	}
+
+	secret := func(data string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "robot-token", Namespace: "team"},
+			Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{corev1.ServiceAccountTokenKey: []byte(data)}}
+	}
+	objs := objects{
+		sas:     map[string]*corev1.ServiceAccount{"team/robot": {ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: "team", UID: "sa-uid"}}},
+		secrets: map[string]*corev1.Secret{"team/robot-token": secret(raw)},
+	}
+	a := &Authenticator{Signer: s, Audiences: []string{DefaultIssuer}, Objects: objs}
+	u, ok, err := a.Authenticate(bearer(raw))
+	if err != nil || !ok || u.Name != "system:serviceaccount:team:robot" || u.UID != "sa-uid" {
+		t.Fatalf("authenticate: %+v %v %v", u, ok, err)
+	}
+	objs.secrets["team/robot-token"] = secret("another token")
+	if _, _, err := a.Authenticate(bearer(raw)); err == nil || !strings.Contains(err.Error(), "another token") {
+		t.Fatalf("a token its Secret no longer holds: %v", err)
+	}
+	opaque := secret(raw)
+	opaque.Type = corev1.SecretTypeOpaque
+	objs.secrets["team/robot-token"] = opaque
+	if _, _, err := a.Authenticate(bearer(raw)); err == nil {
+		t.Fatal("a token whose Secret is no longer of the service account token type was accepted")
+	}
+	delete(objs.secrets, "team/robot-token")
+	if _, _, err := a.Authenticate(bearer(raw)); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a token whose Secret is deleted: %v", err)
+	}
+	objs.secrets["team/robot-token"] = secret(raw)
+	objs.sas["team/robot"] = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: "team", UID: "new-uid"}}
+	if _, _, err := a.Authenticate(bearer(raw)); err == nil || !strings.Contains(err.Error(), "no longer exists") {
+		t.Fatalf("a token of a replaced service account: %v", err)
 	}
 }

@@ -31,16 +31,26 @@ type Ref struct {
 	UID  string `json:"uid"`
 }
 
+// LegacyIssuer is the "iss" of the tokens kept in Secrets of type
+// kubernetes.io/service-account-token, as Kubernetes spells it. They
+// never expire and name no audience: a token lives as long as its
+// Secret does.
+const LegacyIssuer = "kubernetes/serviceaccount"
+
 // Token is what a service account token says.
 type Token struct {
 	Namespace      string
 	ServiceAccount Ref
 	// Pod is the pod the token is bound to, or nil: the token dies with
 	// the pod.
-	Pod       *Ref
+	Pod *Ref
+	// Secret names the Secret that holds a legacy token, which dies
+	// with it; empty for the tokens of the TokenRequest API.
+	Secret    string
 	Audiences []string
 	IssuedAt  time.Time
-	Expiry    time.Time
+	// Expiry is zero for a legacy token.
+	Expiry time.Time
 }
 
 // claims are the private claims, in Kubernetes' layout.
@@ -52,7 +62,17 @@ type claims struct {
 	} `json:"kubernetes.io"`
 }
 
-// Signer mints and verifies the tokens of one issuer.
+// legacyClaims are the private claims of a legacy token, in
+// Kubernetes' layout.
+type legacyClaims struct {
+	Namespace          string `json:"kubernetes.io/serviceaccount/namespace"`
+	SecretName         string `json:"kubernetes.io/serviceaccount/secret.name"`
+	ServiceAccountName string `json:"kubernetes.io/serviceaccount/service-account.name"`
+	ServiceAccountUID  string `json:"kubernetes.io/serviceaccount/service-account.uid"`
+}
+
+// Signer mints and verifies the tokens of one issuer, and the legacy
+// tokens of Secrets.
 type Signer struct {
 	issuer string
 	key    *ecdsa.PrivateKey
@@ -115,7 +135,7 @@ func (s *Signer) PublicKey() jose.JSONWebKey {
 func (s *Signer) Issue(t Token) (string, error) {
 	std := jwt.Claims{
 		Issuer:    s.issuer,
-		Subject:   "system:serviceaccount:" + t.Namespace + ":" + t.ServiceAccount.Name,
+		Subject:   subject(t.Namespace, t.ServiceAccount.Name),
 		Audience:  jwt.Audience(t.Audiences),
 		IssuedAt:  jwt.NewNumericDate(t.IssuedAt),
 		NotBefore: jwt.NewNumericDate(t.IssuedAt),
@@ -128,13 +148,32 @@ func (s *Signer) Issue(t Token) (string, error) {
 	return jwt.Signed(s.signer).Claims(std).Claims(priv).Serialize()
 }
 
+// IssueLegacy mints the never-expiring token of a Secret of type
+// kubernetes.io/service-account-token: it says t's namespace, service
+// account and Secret, and nothing of audiences, pods or time.
+func (s *Signer) IssueLegacy(t Token) (string, error) {
+	if t.Secret == "" {
+		return "", errors.New("serviceaccount: a legacy token needs the name of its Secret")
+	}
+	std := jwt.Claims{Issuer: LegacyIssuer, Subject: subject(t.Namespace, t.ServiceAccount.Name)}
+	priv := legacyClaims{Namespace: t.Namespace, SecretName: t.Secret,
+		ServiceAccountName: t.ServiceAccount.Name, ServiceAccountUID: t.ServiceAccount.UID}
+	return jwt.Signed(s.signer).Claims(std).Claims(priv).Serialize()
+}
+
+func subject(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
 // ErrOtherIssuer says a bearer token is not one of this signer's (not a
 // JWT, or another issuer's), so another authenticator may know it.
 var ErrOtherIssuer = errors.New("serviceaccount: not a token of this issuer")
 
 // Verify checks raw's signature, issuer, audience (one of audiences) and
 // times at now, and returns what it says. It returns ErrOtherIssuer for
-// a token that is not this issuer's.
+// a token that is not this issuer's. A legacy token has neither
+// audience nor times to check: only its Secret can tell whether it
+// still holds (see Token.Secret).
 func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, error) {
 	if strings.Count(raw, ".") != 2 {
 		return nil, ErrOtherIssuer
@@ -144,7 +183,14 @@ func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, 
 		return nil, ErrOtherIssuer
 	}
 	var unverified jwt.Claims
-	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || unverified.Issuer != s.issuer {
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
+		return nil, ErrOtherIssuer
+	}
+	switch unverified.Issuer {
+	case s.issuer:
+	case LegacyIssuer:
+		return s.verifyLegacy(tok)
+	default:
 		return nil, ErrOtherIssuer
 	}
 	var std jwt.Claims
@@ -156,7 +202,7 @@ func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, 
 		return nil, fmt.Errorf("serviceaccount: token: %w", err)
 	}
 	k := priv.Kubernetes
-	if k.Namespace == "" || k.ServiceAccount.Name == "" || std.Subject != "system:serviceaccount:"+k.Namespace+":"+k.ServiceAccount.Name {
+	if k.Namespace == "" || k.ServiceAccount.Name == "" || std.Subject != subject(k.Namespace, k.ServiceAccount.Name) {
 		return nil, errors.New("serviceaccount: token: the subject and the kubernetes.io claims disagree")
 	}
 	out := &Token{Namespace: k.Namespace, ServiceAccount: k.ServiceAccount, Pod: k.Pod, Audiences: std.Audience}
@@ -169,4 +215,24 @@ func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, 
 		return nil, errors.New("serviceaccount: token: no expiry")
 	}
 	return out, nil
+}
+
+// verifyLegacy checks the signature and claims of a legacy token. A
+// legacy token of another cluster (another key) fails here rather than
+// being passed on: its issuer is the same everywhere.
+func (s *Signer) verifyLegacy(tok *jwt.JSONWebToken) (*Token, error) {
+	var std jwt.Claims
+	var priv legacyClaims
+	if err := tok.Claims(&s.key.PublicKey, &std, &priv); err != nil {
+		return nil, fmt.Errorf("serviceaccount: token signature: %w", err)
+	}
+	if priv.Namespace == "" || priv.ServiceAccountName == "" || priv.SecretName == "" ||
+		std.Subject != subject(priv.Namespace, priv.ServiceAccountName) {
+		return nil, errors.New("serviceaccount: legacy token: the subject and the kubernetes.io claims disagree")
+	}
+	return &Token{
+		Namespace:      priv.Namespace,
+		ServiceAccount: Ref{Name: priv.ServiceAccountName, UID: priv.ServiceAccountUID},
+		Secret:         priv.SecretName,
+	}, nil
 }

@@ -61,7 +61,7 @@ func serviceAccountConfig(f *pflag.FlagSet, ca *pki.CA) (*apiserver.ServiceAccou
 	if err != nil {
 		return nil, err
 	}
-	return &apiserver.ServiceAccountConfig{Signer: signer, Audiences: audiences, MaxExpiration: maxLife, JWKSURI: jwksURI}, nil
+	return &apiserver.ServiceAccountConfig{Signer: signer, Audiences: audiences, MaxExpiration: maxLife, JWKSURI: jwksURI, CACert: ca.CertPEM}, nil
 }
 
 // kubeletClientUser is the identity an API server presents to kubelets

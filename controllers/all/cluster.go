@@ -13,6 +13,7 @@ import (
 	"cairn/controllers/podgc"
 	"cairn/controllers/rootcacert"
 	"cairn/controllers/serviceaccount"
+	"cairn/controllers/serviceaccounttoken"
 	"cairn/controllers/ttlafterfinished"
 )
 
@@ -23,6 +24,7 @@ func cluster() []controllers.Descriptor {
 		garbagecollector.Descriptor(garbagecollector.Config{}),
 		namespace.Descriptor(namespace.Config{}),
 		serviceaccount.Descriptor(),
+		serviceaccounttoken.Descriptor(),
 		rootcacert.Descriptor(),
 		nodelifecycle.Descriptor(nodelifecycle.Config{}),
 		nodeipam.Descriptor(),

@@ -317,5 +317,5 @@ func serviceAccounts(t testing.TB, ca *pki.CA) *apiserver.ServiceAccountConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &apiserver.ServiceAccountConfig{Signer: signer}
+	return &apiserver.ServiceAccountConfig{Signer: signer, CACert: ca.CertPEM}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -289,6 +290,32 @@ func TestKubectlAgainstThreeReplicaAPI(t *testing.T) {
 			"--certificate-authority", filepath.Join(c.pki, "ca.crt"), "--token", token, "-n", "shop", "get", "pods")
 		if r.code == 0 || !strings.Contains(r.stderr, `cannot list resource "pods"`) {
 			t.Errorf("the token without a role listed pods:\n%s", r)
+		}
+
+		// A long-lived token in a Secret, as the README shows it.
+		manifest := filepath.Join(t.TempDir(), "robot-token.yaml")
+		if err := os.WriteFile(manifest, []byte(`apiVersion: v1
+kind: Secret
+metadata:
+  name: robot-token
+  namespace: shop
+  annotations:
+    kubernetes.io/service-account.name: robot
+type: kubernetes.io/service-account-token
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k.must(t, "apply", "-f", manifest)
+		encoded := k.must(t, "-n", "shop", "get", "secret", "robot-token", "-o", "jsonpath={.data.token}")
+		secretToken, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+		if err != nil || len(secretToken) == 0 {
+			t.Fatalf("the Secret's token %q: %v", encoded, err)
+		}
+		who = k.must(t, "--kubeconfig", os.DevNull, "--server", "https://"+apis[1],
+			"--certificate-authority", filepath.Join(c.pki, "ca.crt"), "--token", string(secretToken),
+			"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+		if who != "system:serviceaccount:shop:robot" {
+			t.Errorf("auth whoami with the Secret's token printed %q", who)
 		}
 	})
 }
