@@ -220,7 +220,10 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := ctxT(t)
 	admin := c.client(0)
-	secrets := admin.CoreV1().Secrets("default")
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secrets := admin.CoreV1().Secrets("ci")
 	tokenSecret := func(name, account string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{corev1.ServiceAccountNameKey: account}},
 			Type: corev1.SecretTypeServiceAccountToken}
@@ -232,7 +235,7 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "create it before its token Secret") {
 		t.Errorf("the refusal does not say what to do: %v", err)
 	}
-	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
+	sa, err := admin.CoreV1().ServiceAccounts("ci").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +245,7 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 		return err
 	})
 	token := string(secret.Data[corev1.ServiceAccountTokenKey])
-	if token == "" || string(secret.Data[corev1.ServiceAccountNamespaceKey]) != "default" ||
+	if token == "" || string(secret.Data[corev1.ServiceAccountNamespaceKey]) != "ci" ||
 		!strings.Contains(string(secret.Data[corev1.ServiceAccountRootCAKey]), "BEGIN CERTIFICATE") ||
 		secret.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
 		t.Fatalf("the stored Secret: annotations %v, keys %v", secret.Annotations, slices.Sorted(maps.Keys(secret.Data)))
@@ -253,7 +256,7 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 			who, err = c.tokenClient(i, token).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 			return err
 		})
-		if u := who.Status.UserInfo; u.Username != "system:serviceaccount:default:builder" || u.UID != string(sa.UID) {
+		if u := who.Status.UserInfo; u.Username != "system:serviceaccount:ci:builder" || u.UID != string(sa.UID) {
 			t.Errorf("replica %d: whoami with the Secret's token: %+v", i, u)
 		}
 	}
@@ -270,7 +273,7 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 		t.Fatalf("after an update without the token: keys %v", slices.Sorted(maps.Keys(rotated.Data)))
 	}
 	eventually(t, "the replaced token is refused", func() error {
-		_, err := c.tokenClient(1, token).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		_, err := c.tokenClient(1, token).CoreV1().Namespaces().Get(ctx, "ci", metav1.GetOptions{})
 		if !apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("the old token: %v, want 401", err)
 		}
@@ -289,7 +292,7 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 	}
 	for i := range 3 {
 		eventually(t, "the deleted Secret's token is refused", func() error {
-			_, err := c.tokenClient(i, fresh).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+			_, err := c.tokenClient(i, fresh).CoreV1().Namespaces().Get(ctx, "ci", metav1.GetOptions{})
 			if !apierrors.IsUnauthorized(err) {
 				return fmt.Errorf("replica %d: %v, want 401", i, err)
 			}

@@ -23,7 +23,10 @@ func TestTokenSecretsGoWithTheirServiceAccount(t *testing.T) {
 	clustertest.RunManager(t, c, controllers.Manager{Descriptors: []controllers.Descriptor{Descriptor()}})
 	client := c.Client(1)
 	ctx := context.Background()
-	accounts, secrets := client.CoreV1().ServiceAccounts("default"), client.CoreV1().Secrets("default")
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	accounts, secrets := client.CoreV1().ServiceAccounts("ci"), client.CoreV1().Secrets("ci")
 	newAccount := func(name string) {
 		t.Helper()
 		if _, err := accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
