@@ -60,7 +60,7 @@ func (s *Server) admitTokenSecret(ctx context.Context, obj runtime.Object, creat
 	}
 	if len(secret.Data[corev1.ServiceAccountTokenKey]) == 0 {
 		raw, err := s.cfg.ServiceAccounts.Signer.IssueLegacy(serviceaccount.Token{
-			Namespace: secret.Namespace, ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)}, Secret: secret.Name,
+			Namespace: secret.Namespace, ServiceAccount: serviceaccount.Ref{Name: sa.Name, UID: string(sa.UID)}, LegacySecret: secret.Name,
 		})
 		if err != nil {
 			return apierrors.NewInternalError(err)

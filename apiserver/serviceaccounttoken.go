@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ServiceAccountConfig turns on service account tokens: the TokenRequest
@@ -103,8 +104,8 @@ func (c cachedObjects) Secret(namespace, name string) (*corev1.Secret, bool) {
 
 // serveServiceAccountToken serves POST serviceaccounts/{name}/token
 // (`kubectl create token`, and the agents for pods' projected tokens): a
-// token of that service account, optionally bound to a pod so that it
-// dies with it.
+// token of that service account, optionally bound to a pod or a secret
+// so that it dies with it.
 func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error {
 	gr := h.res.GVR.GroupResource()
 	if info.Verb != "create" {
@@ -152,15 +153,19 @@ func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Req
 		IssuedAt:       time.Now(),
 	}
 	tok.Expiry = tok.IssuedAt.Add(life)
-	pod, err := h.s.boundPod(ctx, info.Namespace, req.Spec.BoundObjectRef)
+	bound, err := h.s.boundObject(ctx, info.Namespace, req.Spec.BoundObjectRef)
 	if err != nil {
 		return err
 	}
-	if pod != nil {
-		if name := pod.Spec.ServiceAccountName; name != "" && name != sa.Name {
-			return apierrors.NewBadRequest(fmt.Sprintf("pod %s runs as service account %q, not %q", pod.Name, name, sa.Name))
+	pod, _ := bound.(*corev1.Pod)
+	switch obj := bound.(type) {
+	case *corev1.Pod:
+		if name := obj.Spec.ServiceAccountName; name != "" && name != sa.Name {
+			return apierrors.NewBadRequest(fmt.Sprintf("pod %s runs as service account %q, not %q", obj.Name, name, sa.Name))
 		}
-		tok.Pod = &serviceaccount.Ref{Name: pod.Name, UID: string(pod.UID)}
+		tok.Pod = &serviceaccount.Ref{Name: obj.Name, UID: string(obj.UID)}
+	case *corev1.Secret:
+		tok.Secret = &serviceaccount.Ref{Name: obj.Name, UID: string(obj.UID)}
 	}
 	if u, ok := UserFrom(ctx); ok && isNode(u) {
 		// A node may mint tokens only for the pods it runs, as
@@ -200,35 +205,47 @@ func (s *Server) serviceAccount(ctx context.Context, namespace, name string) (*c
 	return obj.(*corev1.ServiceAccount), nil
 }
 
-// boundPod returns the pod a token request binds its token to, checked
-// to exist with the given UID; nil when it names no object.
-func (s *Server) boundPod(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*corev1.Pod, error) {
+// boundObject returns the object a token request binds its token to (a
+// Pod or a Secret, as `kubectl create token --bound-object-kind` names
+// them), checked to exist with the given UID; nil when it names none.
+func (s *Server) boundObject(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (runtime.Object, error) {
 	if ref == nil {
 		return nil, nil
 	}
-	if ref.Kind != "Pod" || (ref.APIVersion != "" && ref.APIVersion != "v1") {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: Cairn binds tokens to pods (kind Pod, apiVersion v1), not to %s %s", ref.APIVersion, ref.Kind))
+	var resource string
+	switch {
+	case ref.APIVersion != "" && ref.APIVersion != "v1":
+	case ref.Kind == "Pod":
+		resource = "pods"
+	case ref.Kind == "Secret":
+		resource = "secrets"
 	}
-	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource("pods")]
+	if resource == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: Cairn binds tokens to pods and secrets (kind Pod or Secret, apiVersion v1), not to %s %s", ref.APIVersion, ref.Kind))
+	}
+	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource(resource)]
 	if !ok {
-		return nil, apierrors.NewBadRequest("spec.boundObjectRef: this API server does not serve pods")
+		return nil, apierrors.NewBadRequest("spec.boundObjectRef: this API server does not serve " + resource)
 	}
-	// A pod the cache has in another incarnation than the one asked for
-	// is read again from the store: the cache may lag its replacement.
+	uidOf := func(obj runtime.Object) types.UID {
+		m, _ := metaOf(obj)
+		return m.GetUID()
+	}
+	// An object the cache has in another incarnation than the one asked
+	// for is read again from the store: the cache may lag its replacement.
 	obj, err := h.getCached(ctx, namespace, ref.Name)
-	if err == nil && ref.UID != "" && obj.(*corev1.Pod).UID != ref.UID {
+	if err == nil && ref.UID != "" && uidOf(obj) != ref.UID {
 		obj, err = h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: pod %s/%s does not exist", namespace, ref.Name))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: %s %s/%s does not exist", strings.ToLower(ref.Kind), namespace, ref.Name))
 	}
 	if err != nil {
 		return nil, err
 	}
-	pod := obj.(*corev1.Pod)
-	if ref.UID != "" && ref.UID != pod.UID {
+	if uid := uidOf(obj); ref.UID != "" && ref.UID != uid {
 		return nil, apierrors.NewConflict(h.res.GVR.GroupResource(), ref.Name,
-			fmt.Errorf("spec.boundObjectRef: the pod's uid is %s, not %s (it was replaced)", pod.UID, ref.UID))
+			fmt.Errorf("spec.boundObjectRef: the %s's uid is %s, not %s (it was replaced)", strings.ToLower(ref.Kind), uid, ref.UID))
 	}
-	return pod, nil
+	return obj, nil
 }

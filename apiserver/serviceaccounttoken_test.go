@@ -155,6 +155,39 @@ func TestServiceAccountTokens(t *testing.T) {
 		return nil
 	})
 
+	// A token bound to a Secret (kubectl create token
+	// --bound-object-kind Secret) dies with the Secret.
+	session, err := admin.CoreV1().Secrets("team").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "session"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: "session", UID: "not-its-uid"}}}, metav1.CreateOptions{})
+	wantStatus(t, "a token bound to another incarnation of a secret", err, http.StatusConflict)
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "ConfigMap", APIVersion: "v1", Name: "session"}}}, metav1.CreateOptions{})
+	wantStatus(t, "a token bound to a config map", err, http.StatusBadRequest)
+	secretBound, err := admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: "session", UID: session.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretClient := c.tokenClient(2, secretBound.Status.Token)
+	eventually(t, "the secret-bound token works", func() error {
+		_, err := secretClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	if err := admin.CoreV1().Secrets("team").Delete(ctx, "session", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the secret-bound token is refused once the secret is gone", func() error {
+		_, err := secretClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return errNotYet
+		}
+		return nil
+	})
+
 	// Every token dies with its service account.
 	if err := admin.CoreV1().ServiceAccounts("team").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -54,8 +54,8 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 	if err != nil {
 		return nil, false, err
 	}
-	if t.Secret != "" {
-		if err := a.checkSecret(t, raw); err != nil {
+	if t.LegacySecret != "" {
+		if err := a.checkLegacySecret(t, raw); err != nil {
 			return nil, false, err
 		}
 	}
@@ -71,18 +71,26 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 				t.Namespace, t.Pod.Name, t.Pod.UID)
 		}
 	}
+	if t.Secret != nil {
+		secret, ok := a.Objects.Secret(t.Namespace, t.Secret.Name)
+		if !ok || secret.DeletionTimestamp != nil || string(secret.UID) != t.Secret.UID {
+			return nil, false, fmt.Errorf("serviceaccount: the Secret %s/%s (uid %s) the token is bound to no longer exists",
+				t.Namespace, t.Secret.Name, t.Secret.UID)
+		}
+	}
 	return UserOf(t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID), true, nil
 }
 
-// checkSecret checks that the Secret a legacy token names still holds
-// it: deleting the Secret, or replacing its token, revokes the token.
-func (a *Authenticator) checkSecret(t *Token, raw string) error {
-	secret, ok := a.Objects.Secret(t.Namespace, t.Secret)
+// checkLegacySecret checks that the Secret a legacy token names still
+// holds it: deleting the Secret, or replacing its token, revokes the
+// token.
+func (a *Authenticator) checkLegacySecret(t *Token, raw string) error {
+	secret, ok := a.Objects.Secret(t.Namespace, t.LegacySecret)
 	if !ok || secret.DeletionTimestamp != nil || secret.Type != corev1.SecretTypeServiceAccountToken {
-		return fmt.Errorf("serviceaccount: the token's Secret %s/%s no longer exists: the token was revoked", t.Namespace, t.Secret)
+		return fmt.Errorf("serviceaccount: the token's Secret %s/%s no longer exists: the token was revoked", t.Namespace, t.LegacySecret)
 	}
 	if subtle.ConstantTimeCompare(secret.Data[corev1.ServiceAccountTokenKey], []byte(raw)) != 1 {
-		return fmt.Errorf("serviceaccount: the Secret %s/%s holds another token now: this one was revoked", t.Namespace, t.Secret)
+		return fmt.Errorf("serviceaccount: the Secret %s/%s holds another token now: this one was revoked", t.Namespace, t.LegacySecret)
 	}
 	return nil
 }

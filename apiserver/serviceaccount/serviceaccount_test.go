@@ -181,7 +181,7 @@ func TestAuthenticator(t *testing.T) {
 func TestLegacyToken(t *testing.T) {
 	ca := newCAKey(t)
 	s := newSigner(t, ca, DefaultIssuer)
-	tok := Token{Namespace: "team", ServiceAccount: Ref{Name: "robot", UID: "sa-uid"}, Secret: "robot-token"}
+	tok := Token{Namespace: "team", ServiceAccount: Ref{Name: "robot", UID: "sa-uid"}, LegacySecret: "robot-token"}
 	raw, err := s.IssueLegacy(tok)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestLegacyToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Namespace != "team" || got.ServiceAccount != tok.ServiceAccount || got.Secret != "robot-token" || !got.Expiry.IsZero() {
+	if got.Namespace != "team" || got.ServiceAccount != tok.ServiceAccount || got.LegacySecret != "robot-token" || !got.Expiry.IsZero() {
 		t.Fatalf("verified %+v", got)
 	}
 	if _, err := newSigner(t, newCAKey(t), DefaultIssuer).Verify(raw, nil, t0); err == nil || errors.Is(err, ErrOtherIssuer) {

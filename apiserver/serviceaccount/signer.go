@@ -41,14 +41,14 @@ const LegacyIssuer = "kubernetes/serviceaccount"
 type Token struct {
 	Namespace      string
 	ServiceAccount Ref
-	// Pod is the pod the token is bound to, or nil: the token dies with
-	// the pod.
-	Pod *Ref
-	// Secret names the Secret that holds a legacy token, which dies
-	// with it; empty for the tokens of the TokenRequest API.
-	Secret    string
-	Audiences []string
-	IssuedAt  time.Time
+	// Pod or Secret is the object the token is bound to, or nil: the
+	// token dies with it.
+	Pod, Secret *Ref
+	// LegacySecret names the Secret that holds a legacy token, which
+	// dies with it; empty for the tokens of the TokenRequest API.
+	LegacySecret string
+	Audiences    []string
+	IssuedAt     time.Time
 	// Expiry is zero for a legacy token.
 	Expiry time.Time
 }
@@ -59,6 +59,7 @@ type claims struct {
 		Namespace      string `json:"namespace"`
 		ServiceAccount Ref    `json:"serviceaccount"`
 		Pod            *Ref   `json:"pod,omitempty"`
+		Secret         *Ref   `json:"secret,omitempty"`
 	} `json:"kubernetes.io"`
 }
 
@@ -145,6 +146,7 @@ func (s *Signer) Issue(t Token) (string, error) {
 	priv.Kubernetes.Namespace = t.Namespace
 	priv.Kubernetes.ServiceAccount = t.ServiceAccount
 	priv.Kubernetes.Pod = t.Pod
+	priv.Kubernetes.Secret = t.Secret
 	return jwt.Signed(s.signer).Claims(std).Claims(priv).Serialize()
 }
 
@@ -152,11 +154,11 @@ func (s *Signer) Issue(t Token) (string, error) {
 // kubernetes.io/service-account-token: it says t's namespace, service
 // account and Secret, and nothing of audiences, pods or time.
 func (s *Signer) IssueLegacy(t Token) (string, error) {
-	if t.Secret == "" {
+	if t.LegacySecret == "" {
 		return "", errors.New("serviceaccount: a legacy token needs the name of its Secret")
 	}
 	std := jwt.Claims{Issuer: LegacyIssuer, Subject: subject(t.Namespace, t.ServiceAccount.Name)}
-	priv := legacyClaims{Namespace: t.Namespace, SecretName: t.Secret,
+	priv := legacyClaims{Namespace: t.Namespace, SecretName: t.LegacySecret,
 		ServiceAccountName: t.ServiceAccount.Name, ServiceAccountUID: t.ServiceAccount.UID}
 	return jwt.Signed(s.signer).Claims(std).Claims(priv).Serialize()
 }
@@ -173,7 +175,7 @@ var ErrOtherIssuer = errors.New("serviceaccount: not a token of this issuer")
 // times at now, and returns what it says. It returns ErrOtherIssuer for
 // a token that is not this issuer's. A legacy token has neither
 // audience nor times to check: only its Secret can tell whether it
-// still holds (see Token.Secret).
+// still holds (see Token.LegacySecret).
 func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, error) {
 	if strings.Count(raw, ".") != 2 {
 		return nil, ErrOtherIssuer
@@ -205,7 +207,7 @@ func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, 
 	if k.Namespace == "" || k.ServiceAccount.Name == "" || std.Subject != subject(k.Namespace, k.ServiceAccount.Name) {
 		return nil, errors.New("serviceaccount: token: the subject and the kubernetes.io claims disagree")
 	}
-	out := &Token{Namespace: k.Namespace, ServiceAccount: k.ServiceAccount, Pod: k.Pod, Audiences: std.Audience}
+	out := &Token{Namespace: k.Namespace, ServiceAccount: k.ServiceAccount, Pod: k.Pod, Secret: k.Secret, Audiences: std.Audience}
 	if std.IssuedAt != nil {
 		out.IssuedAt = std.IssuedAt.Time()
 	}
@@ -233,6 +235,6 @@ func (s *Signer) verifyLegacy(tok *jwt.JSONWebToken) (*Token, error) {
 	return &Token{
 		Namespace:      priv.Namespace,
 		ServiceAccount: Ref{Name: priv.ServiceAccountName, UID: priv.ServiceAccountUID},
-		Secret:         priv.SecretName,
+		LegacySecret:   priv.SecretName,
 	}, nil
 }
