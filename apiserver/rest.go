@@ -226,40 +226,12 @@ func (h *restHandler) create(w http.ResponseWriter, r *http.Request, info reques
 // admission; track records its fields under the request's manager (an
 // apply has recorded them already).
 func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespace string, obj runtime.Object, track bool) (runtime.Object, error) {
-	m, err := metaOf(obj)
+	obj, err := h.admitNew(ctx, r, namespace, "", obj, track)
 	if err != nil {
 		return nil, err
 	}
-	requested := m.GetManagedFields()
-	if err := beforeCreate(obj, namespace, h.res, time.Now()); err != nil {
-		return nil, err
-	}
-	h.res.Strategy.Default(obj)
-	h.s.addDefaultTolerations(obj)
-	h.s.admitServiceAccount(ctx, obj)
-	if err := h.s.admitTokenSecret(ctx, obj, true); err != nil {
-		return nil, err
-	}
-	// A client may create an object with its managedFields (a restore
-	// does): they are kept, and the creator's fields added to them.
-	m.SetManagedFields(requested)
-	if track {
-		obj = h.trackCreate(r, "", obj)
-		m, _ = metaOf(obj)
-	}
-	h.res.Strategy.PrepareForCreate(ctx, obj)
-	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return nil, invalid(h.res, m.GetName(), errs)
-	}
-	if h.res.Namespaced {
-		if err := h.namespaceAdmits(ctx, m); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.admitPriority(ctx, obj); err != nil {
-		return nil, err
-	}
-	if err := h.admitRBAC(ctx, obj, nil); err != nil {
+	m, err := metaOf(obj)
+	if err != nil {
 		return nil, err
 	}
 	undo, err := h.admit(ctx, obj, dryRun(r))
@@ -275,6 +247,47 @@ func (h *restHandler) createObject(ctx context.Context, r *http.Request, namespa
 		return nil, err
 	}
 	return out, nil
+}
+
+// admitNew runs an object about to be created, by a create or by an
+// update or apply that creates, through defaults, admission and
+// validation; track records its fields under the request's manager for
+// subresource. A client may create an object with its managedFields (a
+// restore does): they are kept, and the creator's fields added to them.
+func (h *restHandler) admitNew(ctx context.Context, r *http.Request, namespace, subresource string, obj runtime.Object, track bool) (runtime.Object, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	requested := m.GetManagedFields()
+	if err := beforeCreate(obj, namespace, h.res, time.Now()); err != nil {
+		return nil, err
+	}
+	h.res.Strategy.Default(obj)
+	h.s.addDefaultTolerations(obj)
+	h.s.admitServiceAccount(ctx, obj)
+	if err := h.s.admitTokenSecret(ctx, obj, true); err != nil {
+		return nil, err
+	}
+	m.SetManagedFields(requested)
+	if track {
+		obj = h.trackCreate(r, subresource, obj)
+		m, _ = metaOf(obj)
+	}
+	h.res.Strategy.PrepareForCreate(ctx, obj)
+	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return nil, invalid(h.res, m.GetName(), errs)
+	}
+	if err := h.namespaceAdmits(ctx, m); err != nil {
+		return nil, err
+	}
+	if err := h.admitPriority(ctx, obj); err != nil {
+		return nil, err
+	}
+	if err := h.admitRBAC(ctx, obj, nil); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // ttl is how long an object lives: events expire as in Kubernetes.
@@ -318,32 +331,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 		if !exists {
 			created = true
 			m.SetResourceVersion("")
-			requested := m.GetManagedFields()
-			if err := beforeCreate(obj, info.Namespace, h.res, time.Now()); err != nil {
-				return nil, err
-			}
-			h.res.Strategy.Default(obj)
-			h.s.addDefaultTolerations(obj)
-			h.s.admitServiceAccount(ctx, obj)
-			if err := h.s.admitTokenSecret(ctx, obj, true); err != nil {
-				return nil, err
-			}
-			m.SetManagedFields(requested)
-			if track {
-				obj = h.trackCreate(r, info.Subresource, obj)
-				m, _ = metaOf(obj)
-			}
-			h.res.Strategy.PrepareForCreate(ctx, obj)
-			if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-				return nil, invalid(h.res, info.Name, errs)
-			}
-			if err := h.namespaceAdmits(ctx, m); err != nil {
-				return nil, err
-			}
-			if err := h.admitPriority(ctx, obj); err != nil {
-				return nil, err
-			}
-			if err := h.admitRBAC(ctx, obj, nil); err != nil {
+			if obj, err = h.admitNew(ctx, r, info.Namespace, info.Subresource, obj, track); err != nil {
 				return nil, err
 			}
 		} else {
