@@ -3,6 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"cairn/apiserver/serviceaccount"
 
@@ -74,4 +76,64 @@ func (s *Server) admitTokenSecret(ctx context.Context, obj runtime.Object, creat
 		secret.Data[corev1.ServiceAccountNamespaceKey] = []byte(secret.Namespace)
 	}
 	return nil
+}
+
+// legacyTokenUses labels a token Secret with the day its token was last
+// used (kubernetes.io/legacy-token-last-used), as Kubernetes does, so that
+// `kubectl get secrets -L kubernetes.io/legacy-token-last-used` shows
+// which long-lived tokens are still in use. Each Secret is written at
+// most once a day by each API server, off the request's path.
+type legacyTokenUses struct {
+	s *Server
+
+	mu     sync.Mutex
+	day    string
+	marked map[string]bool // namespace/name, for day
+}
+
+func (u *legacyTokenUses) used(namespace, name string) {
+	day := time.Now().UTC().Format(time.DateOnly)
+	key := namespace + "/" + name
+	u.mu.Lock()
+	if u.day != day {
+		u.day, u.marked = day, map[string]bool{}
+	}
+	seen := u.marked[key]
+	u.marked[key] = true
+	u.mu.Unlock()
+	if seen {
+		return
+	}
+	if obj, ok := u.s.cachedGet("secrets", namespace, name); ok {
+		if m, err := metaOf(obj); err == nil && m.GetLabels()[serviceaccount.LabelLegacyTokenLastUsed] == day {
+			return // another API server, or this one before a restart
+		}
+	}
+	go u.mark(namespace, name, day)
+}
+
+func (u *legacyTokenUses) mark(namespace, name, day string) {
+	h, ok := u.s.handlers[corev1.SchemeGroupVersion.WithResource("secrets")]
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := h.store.GuaranteedUpdate(ctx, h.key(namespace, name), nil, func(current runtime.Object) (runtime.Object, error) {
+		secret, ok := current.(*corev1.Secret)
+		if !ok {
+			return nil, fmt.Errorf("apiserver: secret %s/%s is a %T", namespace, name, current)
+		}
+		if secret.Labels == nil {
+			secret.Labels = map[string]string{}
+		}
+		secret.Labels[serviceaccount.LabelLegacyTokenLastUsed] = day
+		return secret, nil
+	}, false)
+	if err != nil && !apierrors.IsNotFound(err) {
+		u.s.log.Warn("recording the use of a legacy service account token failed", "secret", namespace+"/"+name, "err", err)
+		u.mu.Lock()
+		delete(u.marked, namespace+"/"+name) // the next use tries again
+		u.mu.Unlock()
+	}
 }

@@ -61,9 +61,10 @@ func (c *ServiceAccountConfig) audiences() []string {
 // issuers.
 func (s *Server) withServiceAccounts(inner authn.Authenticator) authn.Authenticator {
 	sa := &serviceaccount.Authenticator{
-		Signer:    s.cfg.ServiceAccounts.Signer,
-		Audiences: s.cfg.ServiceAccounts.audiences(),
-		Objects:   cachedObjects{s},
+		Signer:     s.cfg.ServiceAccounts.Signer,
+		Audiences:  s.cfg.ServiceAccounts.audiences(),
+		Objects:    cachedObjects{s},
+		LegacyUsed: (&legacyTokenUses{s: s}).used,
 	}
 	return authn.Chain{authn.ClientCert{}, sa, inner}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cairn/apiserver/serviceaccount"
 
@@ -293,6 +294,48 @@ func TestServiceAccountTokenSecrets(t *testing.T) {
 			t.Errorf("replica %d: whoami with the Secret's token: %+v", i, u)
 		}
 	}
+
+	// The API servers record the day of the token's last use, and a
+	// token whose Secret is marked invalid no longer works.
+	eventually(t, "the Secret records the token's use", func() error {
+		s, err := secrets.Get(ctx, "builder-token", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got, today := s.Labels[serviceaccount.LabelLegacyTokenLastUsed], time.Now().UTC().Format(time.DateOnly); got != today {
+			return fmt.Errorf("label %s=%q, want %s", serviceaccount.LabelLegacyTokenLastUsed, got, today)
+		}
+		secret = s
+		return nil
+	})
+	invalidate := func(on bool) {
+		t.Helper()
+		s, err := secrets.Get(ctx, "builder-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			s.Labels[serviceaccount.LabelLegacyTokenInvalidSince] = "2026-01-01"
+		} else {
+			delete(s.Labels, serviceaccount.LabelLegacyTokenInvalidSince)
+		}
+		if secret, err = secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	invalidate(true)
+	eventually(t, "a token marked invalid is refused", func() error {
+		_, err := c.tokenClient(2, token).CoreV1().Namespaces().Get(ctx, "ci", metav1.GetOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the token marked invalid: %v, want 401", err)
+		}
+		return nil
+	})
+	invalidate(false)
+	eventually(t, "the token works again once the label is gone", func() error {
+		_, err := c.tokenClient(2, token).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err
+	})
 
 	// An update that drops the token gets a new one; the old one is
 	// revoked.

@@ -12,6 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// Labels of the Secrets that hold legacy tokens, as Kubernetes names
+// them: the day (UTC, YYYY-MM-DD) the token was last used, and the day
+// from which it no longer works.
+const (
+	LabelLegacyTokenLastUsed     = "kubernetes.io/legacy-token-last-used"
+	LabelLegacyTokenInvalidSince = "kubernetes.io/legacy-token-invalid-since"
+)
+
 // Groups every service account belongs to, as in Kubernetes.
 const (
 	GroupAll             = "system:serviceaccounts"
@@ -32,6 +40,9 @@ type Authenticator struct {
 	// Audiences are the API's audiences: a token must name one.
 	Audiences []string
 	Objects   Objects
+	// LegacyUsed, when set, is told of each accepted legacy token, by its
+	// Secret, to record the use (LabelLegacyTokenLastUsed).
+	LegacyUsed func(namespace, secret string)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -78,6 +89,9 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 				t.Namespace, t.Secret.Name, t.Secret.UID)
 		}
 	}
+	if t.LegacySecret != "" && a.LegacyUsed != nil {
+		a.LegacyUsed(t.Namespace, t.LegacySecret)
+	}
 	return UserOf(t.Namespace, t.ServiceAccount.Name, t.ServiceAccount.UID), true, nil
 }
 
@@ -91,6 +105,10 @@ func (a *Authenticator) checkLegacySecret(t *Token, raw string) error {
 	}
 	if subtle.ConstantTimeCompare(secret.Data[corev1.ServiceAccountTokenKey], []byte(raw)) != 1 {
 		return fmt.Errorf("serviceaccount: the Secret %s/%s holds another token now: this one was revoked", t.Namespace, t.LegacySecret)
+	}
+	if since, ok := secret.Labels[LabelLegacyTokenInvalidSince]; ok {
+		return fmt.Errorf("serviceaccount: the token of Secret %s/%s was marked invalid (label %s=%s); remove the label to use it again",
+			t.Namespace, t.LegacySecret, LabelLegacyTokenInvalidSince, since)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -200,13 +202,10 @@ func startTestNodeOn(t testing.TB, c *testcluster.Cluster, base agent.Config, ci
 	t.Cleanup(n.cleanup)
 	n.start()
 	n.waitNode(t, func(node *corev1.Node) bool { return node.UID != "" })
-	node, err := n.client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The nodeipam controller's part: give the node its podCIDR.
-	node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
-	if _, err := n.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The nodeipam controller's part: give the node its podCIDR. A
+	// patch, since the agent may be writing the Node meanwhile.
+	patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, cidr, cidr)
+	if _, err := n.client.CoreV1().Nodes().Patch(ctx, n.cfg.NodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n.waitNode(t, nodeReady)
