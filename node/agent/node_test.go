@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -432,12 +434,9 @@ func TestNode(t *testing.T) {
 		p.Spec.ActiveDeadlineSeconds = ptr.To[int64](5)
 		n.create(t, p)
 		first := n.waitPod(t, "swap", 30*time.Second, "running", running).Status.ContainerStatuses[0]
-		got, err := n.client.CoreV1().Pods("default").Get(ctx, "swap", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Spec.Containers[0].Image = testimage.HTTPServerRef
-		if _, err := n.client.CoreV1().Pods("default").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		// A patch: the kubelet may be writing the pod's status meanwhile.
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"app","image":%q}]}}`, testimage.HTTPServerRef)
+		if _, err := n.client.CoreV1().Pods("default").Patch(ctx, "swap", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		swapped := n.waitPod(t, "swap", 30*time.Second, "on the new image", func(p *corev1.Pod) bool {
