@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -97,6 +98,12 @@ func (c cachedObjects) Pod(namespace, name string) (*corev1.Pod, bool) {
 	return pod, ok && pod != nil
 }
 
+func (c cachedObjects) Node(name string) (*corev1.Node, bool) {
+	obj, ok := c.s.cachedGet("nodes", "", name)
+	node, _ := obj.(*corev1.Node)
+	return node, ok && node != nil
+}
+
 func (c cachedObjects) Secret(namespace, name string) (*corev1.Secret, bool) {
 	obj, ok := c.s.cachedGet("secrets", namespace, name)
 	secret, _ := obj.(*corev1.Secret)
@@ -167,6 +174,8 @@ func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Req
 		tok.Pod = &serviceaccount.Ref{Name: obj.Name, UID: string(obj.UID)}
 	case *corev1.Secret:
 		tok.Secret = &serviceaccount.Ref{Name: obj.Name, UID: string(obj.UID)}
+	case *corev1.Node:
+		tok.Node = &serviceaccount.Ref{Name: obj.Name, UID: string(obj.UID)}
 	}
 	if u, ok := UserFrom(ctx); ok && isNode(u) {
 		// A node may mint tokens only for the pods it runs, as
@@ -207,8 +216,9 @@ func (s *Server) serviceAccount(ctx context.Context, namespace, name string) (*c
 }
 
 // boundObject returns the object a token request binds its token to (a
-// Pod or a Secret, as `kubectl create token --bound-object-kind` names
-// them), checked to exist with the given UID; nil when it names none.
+// Pod, a Secret or a Node, as `kubectl create token --bound-object-kind`
+// names them), checked to exist with the given UID; nil when it names
+// none.
 func (s *Server) boundObject(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (runtime.Object, error) {
 	if ref == nil {
 		return nil, nil
@@ -220,9 +230,11 @@ func (s *Server) boundObject(ctx context.Context, namespace string, ref *authent
 		resource = "pods"
 	case ref.Kind == "Secret":
 		resource = "secrets"
+	case ref.Kind == "Node":
+		resource, namespace = "nodes", ""
 	}
 	if resource == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: Cairn binds tokens to pods and secrets (kind Pod or Secret, apiVersion v1), not to %s %s", ref.APIVersion, ref.Kind))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: Cairn binds tokens to pods, secrets and nodes (kind Pod, Secret or Node, apiVersion v1), not to %s %s", ref.APIVersion, ref.Kind))
 	}
 	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource(resource)]
 	if !ok {
@@ -239,7 +251,7 @@ func (s *Server) boundObject(ctx context.Context, namespace string, ref *authent
 		obj, err = h.store.Get(ctx, h.key(namespace, ref.Name), storage.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: %s %s/%s does not exist", strings.ToLower(ref.Kind), namespace, ref.Name))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.boundObjectRef: %s %s does not exist", strings.ToLower(ref.Kind), path.Join(namespace, ref.Name)))
 	}
 	if err != nil {
 		return nil, err

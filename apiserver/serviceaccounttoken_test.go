@@ -189,6 +189,36 @@ func TestServiceAccountTokens(t *testing.T) {
 		return nil
 	})
 
+	// A token bound to a node (--bound-object-kind Node) dies with the
+	// node.
+	node, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeBound, err := admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "n9", UID: node.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient := c.tokenClient(1, nodeBound.Status.Token)
+	eventually(t, "the node-bound token works", func() error {
+		_, err := nodeClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	if err := admin.CoreV1().Nodes().Delete(ctx, "n9", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the node-bound token is refused once the node is gone", func() error {
+		_, err := nodeClient.CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			return errNotYet
+		}
+		return nil
+	})
+	_, err = admin.CoreV1().ServiceAccounts("team").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "n9"}}}, metav1.CreateOptions{})
+	wantStatus(t, "a token bound to a missing node", err, http.StatusBadRequest)
+
 	// Every token dies with its service account.
 	if err := admin.CoreV1().ServiceAccounts("team").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ type Objects interface {
 	ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool)
 	Pod(namespace, name string) (*corev1.Pod, bool)
 	Secret(namespace, name string) (*corev1.Secret, bool)
+	Node(name string) (*corev1.Node, bool)
 }
 
 // Authenticator identifies service accounts by their bearer tokens.
@@ -87,6 +88,12 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authn.User, bool, error)
 		if !ok || secret.DeletionTimestamp != nil || string(secret.UID) != t.Secret.UID {
 			return nil, false, fmt.Errorf("serviceaccount: the Secret %s/%s (uid %s) the token is bound to no longer exists",
 				t.Namespace, t.Secret.Name, t.Secret.UID)
+		}
+	}
+	if t.Node != nil {
+		node, ok := a.Objects.Node(t.Node.Name)
+		if !ok || node.DeletionTimestamp != nil || string(node.UID) != t.Node.UID {
+			return nil, false, fmt.Errorf("serviceaccount: the node %s (uid %s) the token is bound to no longer exists", t.Node.Name, t.Node.UID)
 		}
 	}
 	if t.LegacySecret != "" && a.LegacyUsed != nil {

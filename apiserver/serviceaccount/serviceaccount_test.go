@@ -111,6 +111,8 @@ type objects struct {
 	secrets map[string]*corev1.Secret
 }
 
+func (o objects) Node(string) (*corev1.Node, bool) { return nil, false }
+
 func (o objects) Secret(ns, name string) (*corev1.Secret, bool) {
 	s, ok := o.secrets[ns+"/"+name]
 	return s, ok

@@ -41,9 +41,9 @@ const LegacyIssuer = "kubernetes/serviceaccount"
 type Token struct {
 	Namespace      string
 	ServiceAccount Ref
-	// Pod or Secret is the object the token is bound to, or nil: the
-	// token dies with it.
-	Pod, Secret *Ref
+	// Pod, Secret or Node is the object the token is bound to, or nil:
+	// the token dies with it.
+	Pod, Secret, Node *Ref
 	// LegacySecret names the Secret that holds a legacy token, which
 	// dies with it; empty for the tokens of the TokenRequest API.
 	LegacySecret string
@@ -60,6 +60,7 @@ type claims struct {
 		ServiceAccount Ref    `json:"serviceaccount"`
 		Pod            *Ref   `json:"pod,omitempty"`
 		Secret         *Ref   `json:"secret,omitempty"`
+		Node           *Ref   `json:"node,omitempty"`
 	} `json:"kubernetes.io"`
 }
 
@@ -147,6 +148,7 @@ func (s *Signer) Issue(t Token) (string, error) {
 	priv.Kubernetes.ServiceAccount = t.ServiceAccount
 	priv.Kubernetes.Pod = t.Pod
 	priv.Kubernetes.Secret = t.Secret
+	priv.Kubernetes.Node = t.Node
 	return jwt.Signed(s.signer).Claims(std).Claims(priv).Serialize()
 }
 
@@ -207,7 +209,7 @@ func (s *Signer) Verify(raw string, audiences []string, now time.Time) (*Token, 
 	if k.Namespace == "" || k.ServiceAccount.Name == "" || std.Subject != subject(k.Namespace, k.ServiceAccount.Name) {
 		return nil, errors.New("serviceaccount: token: the subject and the kubernetes.io claims disagree")
 	}
-	out := &Token{Namespace: k.Namespace, ServiceAccount: k.ServiceAccount, Pod: k.Pod, Secret: k.Secret, Audiences: std.Audience}
+	out := &Token{Namespace: k.Namespace, ServiceAccount: k.ServiceAccount, Pod: k.Pod, Secret: k.Secret, Node: k.Node, Audiences: std.Audience}
 	if std.IssuedAt != nil {
 		out.IssuedAt = std.IssuedAt.Time()
 	}
