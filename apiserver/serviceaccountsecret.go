@@ -104,10 +104,8 @@ func (u *legacyTokenUses) used(namespace, name string) {
 	if seen {
 		return
 	}
-	if obj, ok := u.s.cachedGet("secrets", namespace, name); ok {
-		if m, err := metaOf(obj); err == nil && m.GetLabels()[serviceaccount.LabelLegacyTokenLastUsed] == day {
-			return // another API server, or this one before a restart
-		}
+	if secret, ok := cachedGet[*corev1.Secret](u.s, "secrets", namespace, name); ok && secret.Labels[serviceaccount.LabelLegacyTokenLastUsed] == day {
+		return // another API server, or this one before a restart
 	}
 	go u.mark(namespace, name, day)
 }

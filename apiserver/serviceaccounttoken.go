@@ -72,42 +72,38 @@ func (s *Server) withServiceAccounts(inner authn.Authenticator) authn.Authentica
 
 // cachedGet reads one object of a core resource (getCached) for the
 // authenticator, which has no request context to pass.
-func (s *Server) cachedGet(resource, namespace, name string) (runtime.Object, bool) {
+func cachedGet[T runtime.Object](s *Server, resource, namespace, name string) (T, bool) {
+	var zero T
 	h, ok := s.handlers[corev1.SchemeGroupVersion.WithResource(resource)]
 	if !ok {
-		return nil, false
+		return zero, false
 	}
 	obj, err := h.getCached(context.Background(), namespace, name)
-	return obj, err == nil
+	if err != nil {
+		return zero, false
+	}
+	typed, ok := obj.(T)
+	return typed, ok
 }
 
-// cachedObjects looks service accounts and pods up for the
-// authenticator: a token stops working once this replica sees its service
-// account or pod gone.
+// cachedObjects looks up, for the authenticator, the objects a token
+// refers to: it stops working once this replica sees one of them gone.
 type cachedObjects struct{ s *Server }
 
 func (c cachedObjects) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool) {
-	obj, ok := c.s.cachedGet("serviceaccounts", namespace, name)
-	sa, _ := obj.(*corev1.ServiceAccount)
-	return sa, ok && sa != nil
+	return cachedGet[*corev1.ServiceAccount](c.s, "serviceaccounts", namespace, name)
 }
 
 func (c cachedObjects) Pod(namespace, name string) (*corev1.Pod, bool) {
-	obj, ok := c.s.cachedGet("pods", namespace, name)
-	pod, _ := obj.(*corev1.Pod)
-	return pod, ok && pod != nil
-}
-
-func (c cachedObjects) Node(name string) (*corev1.Node, bool) {
-	obj, ok := c.s.cachedGet("nodes", "", name)
-	node, _ := obj.(*corev1.Node)
-	return node, ok && node != nil
+	return cachedGet[*corev1.Pod](c.s, "pods", namespace, name)
 }
 
 func (c cachedObjects) Secret(namespace, name string) (*corev1.Secret, bool) {
-	obj, ok := c.s.cachedGet("secrets", namespace, name)
-	secret, _ := obj.(*corev1.Secret)
-	return secret, ok && secret != nil
+	return cachedGet[*corev1.Secret](c.s, "secrets", namespace, name)
+}
+
+func (c cachedObjects) Node(name string) (*corev1.Node, bool) {
+	return cachedGet[*corev1.Node](c.s, "nodes", "", name)
 }
 
 // serveServiceAccountToken serves POST serviceaccounts/{name}/token
@@ -165,9 +161,10 @@ func serveServiceAccountToken(h *restHandler, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return err
 	}
-	pod, _ := bound.(*corev1.Pod)
+	var pod *corev1.Pod
 	switch obj := bound.(type) {
 	case *corev1.Pod:
+		pod = obj
 		if name := obj.Spec.ServiceAccountName; name != "" && name != sa.Name {
 			return apierrors.NewBadRequest(fmt.Sprintf("pod %s runs as service account %q, not %q", obj.Name, name, sa.Name))
 		}

@@ -65,15 +65,15 @@ type Store struct {
 	// described caches describe's reading of a manifest and its config
 	// by manifest digest: blobs are content-addressed, so an entry never
 	// goes stale, and the runtime looks images up on every container
-	// start. The index itself is read anew on every call.
+	// start.
 	described sync.Map // manifest digest → Image, without names
-	// listed caches List by the index file it read (see indexStamp):
-	// the runtime looks an image up on every container start, and
-	// `cairn image import` may change the index from another process.
+	// listed caches the images of the index file it read (see
+	// indexStamp), for the same lookups: `cairn image import` may change
+	// the index from another process meanwhile.
 	listed atomic.Pointer[listing]
 }
 
-// listing is one List result and the index file it came from.
+// listing is the images of one index file, shared: callers get copies.
 type listing struct {
 	stamp indexStamp
 	imgs  []Image
@@ -86,7 +86,7 @@ type indexStamp struct {
 	ino, size, mtime, ctime int64
 }
 
-// indexSettled is how old an index must be before List caches it.
+// indexSettled is how old an index must be before it is cached.
 var indexSettled = 2 * time.Second
 
 // Image describes an image in the store.
@@ -159,13 +159,28 @@ func (s *Store) blobPath(digest string) string {
 
 // List returns every image in the store, one per image ID.
 func (s *Store) List() ([]Image, error) {
+	imgs, err := s.indexed()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Image, len(imgs))
+	for i, img := range imgs {
+		out[i] = cloneImage(img)
+	}
+	return out, nil
+}
+
+// indexed returns every image in the store, from the cache while the
+// index file is the one it was read from. The slice is shared: callers
+// copy what they hand out.
+func (s *Store) indexed() ([]Image, error) {
 	stamp, settled := s.stampIndex()
 	if l := s.listed.Load(); settled && l != nil && l.stamp == stamp {
-		return cloneImages(l.imgs), nil
+		return l.imgs, nil
 	}
 	imgs, err := s.list()
 	if err == nil && settled {
-		s.listed.Store(&listing{stamp: stamp, imgs: cloneImages(imgs)})
+		s.listed.Store(&listing{stamp: stamp, imgs: imgs})
 	}
 	return imgs, err
 }
@@ -182,14 +197,12 @@ func (s *Store) stampIndex() (indexStamp, bool) {
 	return stamp, time.Since(time.Unix(0, max(mtime, ctime))) > indexSettled
 }
 
-func cloneImages(imgs []Image) []Image {
-	out := slices.Clone(imgs)
-	for i := range out {
-		out[i].RepoTags = slices.Clone(out[i].RepoTags)
-		out[i].RepoDigests = slices.Clone(out[i].RepoDigests)
-		out[i].Config = *out[i].Config.DeepCopy()
-	}
-	return out
+// cloneImage is a copy of img that shares nothing with it.
+func cloneImage(img Image) Image {
+	img.RepoTags = slices.Clone(img.RepoTags)
+	img.RepoDigests = slices.Clone(img.RepoDigests)
+	img.Config = *img.Config.DeepCopy()
+	return img
 }
 
 func (s *Store) list() ([]Image, error) {
@@ -229,11 +242,15 @@ func (s *Store) list() ([]Image, error) {
 // digest ("sha256:..."), a name ("busybox", "busybox:1.36") or a
 // repository digest ("busybox@sha256:...").
 func (s *Store) Get(ref string) (Image, error) {
-	imgs, err := s.List()
+	imgs, err := s.indexed()
 	if err != nil {
 		return Image{}, err
 	}
-	return find(imgs, ref)
+	img, err := find(imgs, ref)
+	if err != nil {
+		return Image{}, err
+	}
+	return cloneImage(img), nil
 }
 
 func find(imgs []Image, ref string) (Image, error) {
