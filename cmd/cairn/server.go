@@ -33,9 +33,11 @@ var knownComponents = []string{"apiserver", "scheduler", "controllers"}
 func newServerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run a control plane replica (store, and later API server, scheduler, controllers)",
+		Short: "Run a control plane replica: the store, the API server and, on the elected replica, the scheduler and controllers",
 		Long: `Run a Cairn control plane replica. Three or five replicas form a Raft cluster
-that serves the etcd v3 API on --store-listen.
+that serves the etcd v3 API on --store-listen. Each replica serves the
+Kubernetes API; the one elected runs the scheduler and the controllers
+(--disable turns parts off).
 
 Bootstrap a new cluster (run once per member, same --initial-cluster):
   cairn server --name s1 --data-dir D1 --pki-dir PKI \

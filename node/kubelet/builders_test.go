@@ -38,6 +38,14 @@ func (b *podBuilder) Sidecar(name string) *podBuilder {
 	return b
 }
 
+// Ephemeral adds an ephemeral container with target as its
+// targetContainerName ("" for none).
+func (b *podBuilder) Ephemeral(name, target string) *podBuilder {
+	b.pod.Spec.EphemeralContainers = append(b.pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "img"}, TargetContainerName: target})
+	return b
+}
+
 func (b *podBuilder) Restart(p corev1.RestartPolicy) *podBuilder {
 	b.pod.Spec.RestartPolicy = p
 	return b

@@ -36,6 +36,15 @@ type volumeSet map[string]volumes.Volume
 // it could not.
 func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rs *podRuntime, r startRequest, sb *runtimeapi.PodSandboxConfig) *waiting {
 	c := r.Container
+	if t := ephemeralTarget(pod, c.Name); t != nil && *t != "" {
+		l := rs.Views[*t].Latest
+		if l == nil || l.State != stateRunning {
+			msg := fmt.Sprintf("target container %q is not running", *t)
+			k.event(pod, c, corev1.EventTypeWarning, eventFailed, "Error: %s", msg)
+			return &waiting{Reason: reasonCreateConfigError, Message: msg}
+		}
+		r.TargetID = l.ID
+	}
 	imageRef, wt := k.ensureImage(ctx, w, pod, c, sb)
 	if wt != nil {
 		return wt
@@ -116,6 +125,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, w *podWorker, pod *corev1
 			SecurityContext: containerSecurity(pod, c),
 		},
 	}
+	targetNamespace(cfg.Linux.SecurityContext, r.TargetID)
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}

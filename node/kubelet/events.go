@@ -55,6 +55,9 @@ func containerRef(pod *corev1.Pod, c *corev1.Container) *corev1.ObjectReference 
 			kind = "initContainers"
 		}
 	}
+	if isEphemeral(pod, c.Name) {
+		kind = "ephemeralContainers"
+	}
 	ref.FieldPath = fmt.Sprintf("spec.%s{%s}", kind, c.Name)
 	return ref
 }

@@ -41,8 +41,11 @@ type waiting struct {
 
 // startRequest asks for a new instance of a container.
 type startRequest struct {
-	Container    *corev1.Container
-	Init         bool
+	Container *corev1.Container
+	Init      bool
+	// TargetID is the instance of an ephemeral container's target,
+	// whose PID namespace it joins; set when the start is carried out.
+	TargetID     string
 	RestartCount int32
 	// Restart is set when the instance replaces one that exited (not a
 	// first start nor a never-started one), which counts for the backoff.
@@ -135,6 +138,9 @@ func planPod(in planInput) plan {
 		initialized = in.planInit(&p)
 	}
 	p.Initialized = initialized
+	if !p.Terminal {
+		in.planEphemeral(&p)
+	}
 	if !initialized || p.Terminal {
 		return p
 	}

@@ -172,6 +172,35 @@ func TestPlanPod(t *testing.T) {
 			want:  planSummary{Initialized: true},
 		},
 		{
+			name: "an ephemeral container starts even during init",
+			pod:  testPod("p").Init("i1").Container("a").Ephemeral("debug", "").Build(),
+			want: planSummary{Start: []string{"i1:0", "debug:0"}},
+		},
+		{
+			name:  "an ephemeral container runs once, whatever the restart policy",
+			pod:   testPod("p").Container("a").Ephemeral("debug", "a").Build(),
+			views: views("a", running("x", 0), "debug", exited("d", 0, 1, time.Second)),
+			want:  planSummary{Initialized: true},
+		},
+		{
+			name:  "an ephemeral container that never started is not tried again",
+			pod:   testPod("p").Container("a").Ephemeral("debug", "a").Build(),
+			views: views("a", running("x", 0), "debug", &instance{ID: "d", State: stateCreated}),
+			want:  planSummary{Initialized: true},
+		},
+		{
+			name:  "a pod ends with its ephemeral container still running",
+			pod:   testPod("p").Container("a").Ephemeral("debug", "").Restart(corev1.RestartPolicyNever).Build(),
+			views: views("a", exited("x", 0, 0, time.Second), "debug", running("d", 0)),
+			want:  planSummary{Initialized: true, Terminal: true},
+		},
+		{
+			name:  "no ephemeral container starts in an ended pod",
+			pod:   testPod("p").Container("a").Ephemeral("debug", "").Restart(corev1.RestartPolicyNever).Build(),
+			views: views("a", exited("x", 0, 0, time.Second)),
+			want:  planSummary{Initialized: true, Terminal: true},
+		},
+		{
 			name:  "a never started instance is replaced",
 			pod:   testPod("p").Container("a").Build(),
 			views: views("a", &instance{ID: "x", RestartCount: 3, State: stateCreated}),

@@ -71,6 +71,17 @@ func buildStatus(pod *corev1.Pod, in statusInput) corev1.PodStatus {
 	for i := range pod.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses, in.containerStatus(&pod.Spec.Containers[i], false))
 	}
+	s.EphemeralContainerStatuses = nil
+	for i := range pod.Spec.EphemeralContainers {
+		st := in.containerStatus(ephemeralContainer(pod, i), false)
+		// Never ready, nor initializing: they serve no traffic and may
+		// start before the init containers are done.
+		st.Ready = false
+		if w := st.State.Waiting; w != nil && w.Reason == reasonPodInitializing {
+			w.Reason = reasonContainerCreating
+		}
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, st)
+	}
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal)
 	// The status describes this generation of the spec, as kubelets with
 	// PodObservedGenerationTracking say.

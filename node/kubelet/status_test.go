@@ -77,6 +77,24 @@ func TestBuildStatus(t *testing.T) {
 				cond(corev1.PodScheduled, corev1.ConditionTrue, "", "")},
 		},
 		{
+			name: "an ephemeral container is reported apart, never ready", pod: testPod("p").Container("a").Ephemeral("debug", "a").Ephemeral("later", "").Build(),
+			sandbox: true, init: true,
+			views: views("a", running("a1", 0), "debug", running("d1", 0)),
+			checks: []check{phase(corev1.PodRunning), cond(corev1.PodReady, corev1.ConditionTrue, "", ""),
+				func(t *testing.T, s corev1.PodStatus) {
+					if len(s.ContainerStatuses) != 1 || len(s.EphemeralContainerStatuses) != 2 {
+						t.Fatalf("statuses %+v, ephemeral %+v", s.ContainerStatuses, s.EphemeralContainerStatuses)
+					}
+					d, l := s.EphemeralContainerStatuses[0], s.EphemeralContainerStatuses[1]
+					if d.Name != "debug" || d.State.Running == nil || d.Ready || d.ContainerID != "embedded://d1" {
+						t.Errorf("debug status %+v", d)
+					}
+					if l.Name != "later" || l.State.Waiting == nil || l.State.Waiting.Reason != reasonContainerCreating || l.Ready {
+						t.Errorf("later status %+v", l)
+					}
+				}},
+		},
+		{
 			name: "running and ready", pod: testPod("p").Init("i").Container("a", "b").Build(), sandbox: true, init: true,
 			views: views("i", exited("i1", 0, 0, time.Second), "a", running("a1", 0), "b", running("b1", 0)),
 			checks: []check{phase(corev1.PodRunning), cond(corev1.PodReady, corev1.ConditionTrue, "", ""),

@@ -131,6 +131,11 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 			return &pod.Spec.Containers[i]
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return ephemeralContainer(pod, i)
+		}
+	}
 	return nil
 }
 

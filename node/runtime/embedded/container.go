@@ -134,6 +134,10 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	if err != nil {
 		return nil, err
 	}
+	pidOf, err := r.pidTarget(sb, sc.GetNamespaceOptions())
+	if err != nil {
+		return nil, err
+	}
 	mounts, err := mountsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -157,6 +161,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		StopSignal:  stopSignal(cfg, img.Config),
 		OOMScoreAdj: cfg.GetLinux().GetResources().GetOomScoreAdj(),
 		Stdin:       cfg.GetStdin(), StdinOnce: cfg.GetStdin() && cfg.GetStdinOnce(), TTY: cfg.GetTty(),
+		PIDNamespaceOf: pidOf,
 	}
 	if !sp.Privileged && len(sp.MaskedPaths) == 0 && len(sp.ReadonlyPaths) == 0 {
 		sp.MaskedPaths, sp.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths()
@@ -188,6 +193,27 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	// A copy, not a decode of raw: the request stays the caller's.
 	c.decoded.set(proto.CloneOf(cfg))
 	return c, r.saveContainer(c)
+}
+
+// pidTarget returns the process whose PID namespace a container is to
+// share, for the CRI's TARGET mode (an ephemeral container with a
+// target), or nil: every other container gets a PID namespace of its
+// own.
+func (r *Runtime) pidTarget(sb *sandboxRecord, ns *runtimeapi.NamespaceOption) (*helper.Process, error) {
+	if ns.GetPid() != runtimeapi.NamespaceMode_TARGET {
+		return nil, nil
+	}
+	r.mu.Lock()
+	t := r.containers[ns.GetTargetId()]
+	r.mu.Unlock()
+	if t == nil || t.SandboxID != sb.ID {
+		return nil, fmt.Errorf("embedded: target container %q is not a container of sandbox %s", ns.GetTargetId(), sb.ID)
+	}
+	st, _ := r.currentState(t)
+	if !st.Running || st.PID == 0 {
+		return nil, fmt.Errorf("embedded: target container %s is not running", t.ID)
+	}
+	return &helper.Process{PID: st.PID, Start: st.PIDStart}, nil
 }
 
 // cleanupContainer deletes what a container left: its cgroups, its lease

@@ -61,6 +61,9 @@ type childPlan struct {
 	stdio [3]int
 	// tty makes stdin the controlling terminal of the child's session.
 	tty bool
+	// newPID forks the child into a new PID namespace; without it, into
+	// the one the forking thread set for its children.
+	newPID bool
 	// masked and readonly are the masked and read-only paths inside
 	// /proc, which exist only once the child has mounted it.
 	masked, readonly []*byte
@@ -103,7 +106,8 @@ type childFailure [8]byte
 // masked and read-only paths are the child's to handle; the caller
 // handles the others.
 func newChildPlan(sp *Spec, path string, stdio [3]int, cgroupFDs []int, failFD int) (*childPlan, error) {
-	p := &childPlan{cgroupFDs: cgroupFDs, failFD: failFD, stdio: stdio, tty: sp.TTY, groups: sp.Groups, uid: sp.UID, gid: sp.GID}
+	p := &childPlan{cgroupFDs: cgroupFDs, failFD: failFD, stdio: stdio, tty: sp.TTY, newPID: sp.PIDNamespaceOf == nil,
+		groups: sp.Groups, uid: sp.UID, gid: sp.GID}
 	if len(cgroupFDs) > math.MaxUint16 {
 		return nil, fmt.Errorf("too many cgroups")
 	}
@@ -196,8 +200,12 @@ func forkChild1(p *childPlan) (pid int, err syscall.Errno) {
 		stx   unix.Statx_t
 		sfs   syscall.Statfs_t
 	)
+	flags := uintptr(syscall.SIGCHLD) | syscall.CLONE_VM | syscall.CLONE_VFORK
+	if p.newPID {
+		flags |= syscall.CLONE_NEWPID
+	}
 	beforeFork()
-	r1, err1 := rawVfork(uintptr(syscall.SIGCHLD) | syscall.CLONE_VM | syscall.CLONE_VFORK | syscall.CLONE_NEWPID)
+	r1, err1 := rawVfork(flags)
 	if err1 != 0 || r1 != 0 {
 		return int(r1), err1
 	}

@@ -52,6 +52,11 @@ func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*
 			return 0, nil, fmt.Errorf("entering the sandbox's network namespace: %w", err)
 		}
 	}
+	if sp.PIDNamespaceOf != nil {
+		if err := joinPIDNamespace(*sp.PIDNamespaceOf); err != nil {
+			return 0, nil, err
+		}
+	}
 	// A new mount namespace implies this thread's own root, working
 	// directory and umask: none of it is the rest of the shim's.
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC); err != nil {
@@ -179,4 +184,23 @@ func pivotRoot(root string) error {
 		return fmt.Errorf("detaching the old root: %w", err)
 	}
 	return os.Chdir("/")
+}
+
+// joinPIDNamespace makes the thread's next child start in the PID
+// namespace of p, which must still be the process it names.
+func joinPIDNamespace(p Process) error {
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/pid", p.PID), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the target container is not running: %w", err)
+	}
+	defer unix.Close(fd)
+	// Checked once the namespace is open: the file then holds the
+	// namespace of the process named, not of one that took its PID.
+	if start, err := ProcStartTime(p.PID); err != nil || start != p.Start {
+		return fmt.Errorf("the target container is not running (process %d is gone)", p.PID)
+	}
+	if err := unix.Setns(fd, unix.CLONE_NEWPID); err != nil {
+		return fmt.Errorf("joining the target container's PID namespace: %w", err)
+	}
+	return nil
 }

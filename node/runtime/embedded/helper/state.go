@@ -53,6 +53,17 @@ type Spec struct {
 	// TTY runs the process on a pseudo-terminal, as its controlling
 	// terminal and its stdin, stdout and stderr.
 	TTY bool `json:"tty,omitempty"`
+	// PIDNamespaceOf, when set, is a process whose PID namespace the
+	// container's process joins instead of getting one of its own: the
+	// target container of an ephemeral one.
+	PIDNamespaceOf *Process `json:"pidNamespaceOf,omitempty"`
+}
+
+// Process names a process for as long as it lives: its PID and its
+// start time, which tells it from a later process given the same PID.
+type Process struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
 }
 
 // Mount is a bind mount from the host into the container.
