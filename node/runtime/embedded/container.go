@@ -138,6 +138,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 	if err != nil {
 		return nil, err
 	}
+	hostPID := sc.GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_NODE
 	mounts, err := mountsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		StopSignal:  stopSignal(cfg, img.Config),
 		OOMScoreAdj: cfg.GetLinux().GetResources().GetOomScoreAdj(),
 		Stdin:       cfg.GetStdin(), StdinOnce: cfg.GetStdin() && cfg.GetStdinOnce(), TTY: cfg.GetTty(),
-		PIDNamespaceOf: pidOf,
+		PIDNamespaceOf: pidOf, HostPID: hostPID,
 	}
 	if !sp.Privileged && len(sp.MaskedPaths) == 0 && len(sp.ReadonlyPaths) == 0 {
 		sp.MaskedPaths, sp.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths()
@@ -196,11 +197,28 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 }
 
 // pidTarget returns the process whose PID namespace a container is to
-// share, for the CRI's TARGET mode (an ephemeral container with a
-// target), or nil: every other container gets a PID namespace of its
-// own.
+// share: its pod's shared one (the CRI's POD mode, in a sandbox made
+// with one: shareProcessNamespace) or another container's (TARGET, an
+// ephemeral container with a target). It is nil for a container with a
+// PID namespace of its own, or the host's.
 func (r *Runtime) pidTarget(sb *sandboxRecord, ns *runtimeapi.NamespaceOption) (*helper.Process, error) {
-	if ns.GetPid() != runtimeapi.NamespaceMode_TARGET {
+	switch ns.GetPid() {
+	case runtimeapi.NamespaceMode_POD:
+		r.mu.Lock()
+		shared := sb.PodInit
+		r.mu.Unlock()
+		if shared == nil {
+			// A sandbox without one (the kubelet asks for none unless
+			// the pod shares its processes): the container's own, as
+			// the zero value of the option says nothing more.
+			return nil, nil
+		}
+		if !helper.Alive(shared.PID, shared.Start) {
+			return nil, fmt.Errorf("embedded: the shared PID namespace of sandbox %s is gone (its init %d died): delete the pod to run it in a new sandbox", sb.ID, shared.PID)
+		}
+		return shared, nil
+	case runtimeapi.NamespaceMode_TARGET:
+	default:
 		return nil, nil
 	}
 	r.mu.Lock()

@@ -154,6 +154,10 @@ func (e *testEnv) podConfig(name string) *runtimeapi.PodSandboxConfig {
 		LogDirectory: filepath.Join(e.logDir, name),
 		DnsConfig:    &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"default.svc.cluster.local"}},
 		Labels:       map[string]string{"app": name},
+		// As the kubelet asks for a pod without shareProcessNamespace:
+		// a PID namespace per container.
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}},
 	}
 }
 
@@ -164,7 +168,8 @@ func container(name string, argv ...string) *runtimeapi.ContainerConfig {
 		Image:    &runtimeapi.ImageSpec{Image: testimage.BusyboxRef},
 		Command:  argv,
 		LogPath:  name + ".log",
-		Linux:    &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{}},
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}},
 	}
 }
 

@@ -65,6 +65,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	if err := r.setupSandbox(sb, cfg); err != nil {
+		r.stopPodInit(sb)
 		r.teardownNetwork(sb)
 		os.RemoveAll(dir)
 		return nil, err
@@ -106,6 +107,13 @@ func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConf
 	}
 	if err := r.writeEtcFiles(sb, cfg, hostNet); err != nil {
 		return err
+	}
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD {
+		p, err := helper.StartPodInit(r.cfg.HelperBinary, filepath.Join(r.sandboxDir(sb.ID), "pod-init.log"))
+		if err != nil {
+			return err
+		}
+		sb.PodInit = &p
 	}
 	sb.Ready = true
 	return r.saveSandbox(sb)
@@ -174,6 +182,17 @@ func (r *Runtime) teardownNetwork(sb *sandboxRecord) error {
 	return errors.Join(errs...)
 }
 
+// stopPodInit ends the sandbox's shared PID namespace, if it has one.
+func (r *Runtime) stopPodInit(sb *sandboxRecord) error {
+	if sb.PodInit == nil {
+		return nil
+	}
+	if err := helper.StopPodInit(*sb.PodInit, killWait); err != nil {
+		return fmt.Errorf("embedded: sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
 // StopPodSandbox kills the sandbox's containers and gives back its
 // network resources. Stopping a stopped or unknown sandbox succeeds.
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
@@ -185,6 +204,9 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSan
 		if err := r.stopContainer(ctx, c, 0); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.stopPodInit(sb); err != nil {
+		return nil, err
 	}
 	if err := r.teardownNetwork(sb); err != nil {
 		return nil, err

@@ -24,6 +24,9 @@ type sandboxRecord struct {
 	Ready          bool   `json:"ready"`
 	Hostname       string `json:"hostname"`
 	RuntimeHandler string `json:"runtimeHandler,omitempty"`
+	// PodInit is the first process of the PID namespace the sandbox's
+	// containers share, for a pod with shareProcessNamespace.
+	PodInit *helper.Process `json:"podInit,omitempty"`
 
 	decoded decodedConfig[runtimeapi.PodSandboxConfig]
 }

@@ -106,7 +106,7 @@ type childFailure [8]byte
 // masked and read-only paths are the child's to handle; the caller
 // handles the others.
 func newChildPlan(sp *Spec, path string, stdio [3]int, cgroupFDs []int, failFD int) (*childPlan, error) {
-	p := &childPlan{cgroupFDs: cgroupFDs, failFD: failFD, stdio: stdio, tty: sp.TTY, newPID: sp.PIDNamespaceOf == nil,
+	p := &childPlan{cgroupFDs: cgroupFDs, failFD: failFD, stdio: stdio, tty: sp.TTY, newPID: sp.PIDNamespaceOf == nil && !sp.HostPID,
 		groups: sp.Groups, uid: sp.UID, gid: sp.GID}
 	if len(cgroupFDs) > math.MaxUint16 {
 		return nil, fmt.Errorf("too many cgroups")

@@ -40,6 +40,8 @@ func MaybeRun() {
 		code = runShim(os.Args[2:])
 	case execCommand:
 		code = runExec(os.Args[2:])
+	case podInitCommand:
+		code = runPodInit(os.Args[2:])
 	default:
 		return
 	}

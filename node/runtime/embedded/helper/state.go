@@ -57,6 +57,9 @@ type Spec struct {
 	// container's process joins instead of getting one of its own: the
 	// target container of an ephemeral one.
 	PIDNamespaceOf *Process `json:"pidNamespaceOf,omitempty"`
+	// HostPID runs the container's process in the host's PID namespace
+	// (a pod with hostPID), where its /proc shows every process.
+	HostPID bool `json:"hostPID,omitempty"`
 }
 
 // Process names a process for as long as it lives: its PID and its
