@@ -6,7 +6,11 @@
 // network. Each container is a process in its own mount, PID, UTS and IPC
 // namespaces, joined to its sandbox's network namespace, pivot_root'ed
 // into an overlay (or a copy) of its image's unpacked root filesystem,
-// and placed in cgroups under the configured cgroup root.
+// and placed in cgroups under the configured cgroup root. The PID
+// namespace is shared instead when the CRI asks: the host's (hostPID),
+// the pod's (shareProcessNamespace: a small init started with the
+// sandbox keeps it and reaps its orphans) or another container's (an
+// ephemeral container's target).
 //
 // Two helper processes do the work the agent cannot do safely from a
 // multi-threaded Go process: the shim that builds and supervises a
@@ -23,6 +27,7 @@
 //
 //	sandboxes/<id>/sandbox.json   the CRI config, netns, IP and state
 //	sandboxes/<id>/{hosts,hostname,resolv.conf}
+//	sandboxes/<id>/pod-init.log   the shared PID namespace's init, if any
 //	containers/<id>/container.json the CRI config and image
 //	containers/<id>/spec.json     what the shim needs to build the container
 //	containers/<id>/state.json    pid, start and exit, written by the shim
