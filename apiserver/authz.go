@@ -31,13 +31,14 @@ import (
 //   - administrators (group system:masters) may do anything, as in
 //     Kubernetes, where that group bypasses every authorizer;
 //   - nodes (group system:nodes) may do anything but run commands in,
-//     attach to or forward ports of pods, impersonate, or write roles
-//     and bindings: a stolen node certificate neither opens a shell in
-//     every pod nor grants itself more;
+//     attach to, forward ports of or add ephemeral containers to pods,
+//     impersonate, or write roles and bindings: a stolen node
+//     certificate neither opens a shell in every pod nor grants itself
+//     more;
 //   - everyone else gets what RBAC grants them (package authz).
 
 // nodeForbiddenSubresources are the pod subresources nodes may not use.
-var nodeForbiddenSubresources = []string{"exec", "attach", "portforward"}
+var nodeForbiddenSubresources = []string{"exec", "attach", "portforward", "ephemeralcontainers"}
 
 // authorize decides whether u may make the request, and why (not).
 func (s *Server) authorize(u *authn.User, req authz.Request) (allowed bool, reason string) {
@@ -70,7 +71,7 @@ func authorizeNode(u *authn.User, req authz.Request) (bool, string) {
 	case req.Group == rbacv1.GroupName && !slices.Contains([]string{"get", "list", "watch"}, req.Verb):
 		return false, fmt.Sprintf("user %q is a node, and nodes may not write roles or bindings", u.Name)
 	}
-	return true, "nodes may do anything but use pods' exec, attach and portforward, impersonate, or write roles and bindings"
+	return true, "nodes may do anything but use pods' exec, attach, portforward and ephemeralcontainers, impersonate, or write roles and bindings"
 }
 
 // isAdmin reports whether u is an administrator.

@@ -27,16 +27,17 @@ var verbsAll = metav1.Verbs{"create", "delete", "deletecollection", "get", "list
 
 // subresourceVerbs are the verbs each subresource serves.
 var subresourceVerbs = map[string]metav1.Verbs{
-	"status":      {"get", "patch", "update"},
-	"scale":       {"get", "patch", "update"},
-	"binding":     {"create"},
-	"eviction":    {"create"},
-	"log":         {"get"},
-	"exec":        {"create", "get"},
-	"attach":      {"create", "get"},
-	"portforward": {"create", "get"},
-	"finalize":    {"update"},
-	"token":       {"create"},
+	"status":              {"get", "patch", "update"},
+	"ephemeralcontainers": {"get", "patch", "update"},
+	"scale":               {"get", "patch", "update"},
+	"binding":             {"create"},
+	"eviction":            {"create"},
+	"log":                 {"get"},
+	"exec":                {"create", "get"},
+	"attach":              {"create", "get"},
+	"portforward":         {"create", "get"},
+	"finalize":            {"update"},
+	"token":               {"create"},
 }
 
 // subresourceKinds are the kinds of the subresources that do not answer

@@ -136,6 +136,7 @@ func TestAggregatedDiscoveryWithClientGo(t *testing.T) {
 		verbs                      []string
 	}{
 		{"v1/pods/log", "", "v1", "Pod", []string{"get"}},
+		{"v1/pods/ephemeralcontainers", "", "v1", "Pod", []string{"get", "patch", "update"}},
 		{"v1/pods/eviction", "policy", "v1", "Eviction", []string{"create"}},
 		{"v1/pods/binding", "", "v1", "Binding", []string{"create"}},
 		{"v1/namespaces/finalize", "", "v1", "Namespace", []string{"update"}},
@@ -297,7 +298,7 @@ func checkCoreAggregatedGroup(t *testing.T, list apidiscoveryv2.APIGroupDiscover
 	}
 	pods := v.Resources[i]
 	if pods.Scope != apidiscoveryv2.ScopeNamespace || pods.SingularResource != "pod" || pods.ResponseKind.Kind != "Pod" ||
-		!slices.Equal(pods.ShortNames, []string{"po"}) || !slices.Equal(pods.Categories, []string{"all"}) || len(pods.Subresources) != 7 {
+		!slices.Equal(pods.ShortNames, []string{"po"}) || !slices.Equal(pods.Categories, []string{"all"}) || len(pods.Subresources) != 8 {
 		t.Fatalf("pods: %+v", pods)
 	}
 	j := slices.IndexFunc(v.Resources, func(r apidiscoveryv2.APIResourceDiscovery) bool { return r.Resource == "namespaces" })

@@ -26,10 +26,10 @@ const maxFieldManagerLength = 128
 var typeConverter = applyconfigurations.NewTypeConverter(apiScheme)
 
 // fieldManager returns the field manager of writes to sub ("" for the
-// main resource, "status", "scale"...). It is built for each request, in
-// a few microseconds next to the tens that tracking a write takes, so
-// restHandler holds no lazily built state; the schema behind it is parsed
-// once, on first use.
+// main resource, "status", "ephemeralcontainers"...). It is built for
+// each request, in a few microseconds next to the tens that tracking a
+// write takes, so restHandler holds no lazily built state; the schema
+// behind it is parsed once, on first use.
 func (h *restHandler) fieldManager(sub string) (*managedfields.FieldManager, error) {
 	fm, err := managedfields.NewDefaultFieldManager(typeConverter, apiScheme, h.res.Strategy, apiScheme,
 		h.res.GVK(), h.res.GVR.GroupVersion(), sub, h.resetFields(sub))
@@ -41,19 +41,24 @@ func (h *restHandler) fieldManager(sub string) (*managedfields.FieldManager, err
 
 // resetFields are the fields a write to sub may not set, which its
 // manager must therefore never own: status through the main resource,
-// everything but status through the status subresource. The strategy
-// throws those changes away, so owning them would make an applier claim
-// values it never wrote.
+// everything but status through the status subresource, everything but
+// its part through an ObjectSubresource (spec.ephemeralContainers for
+// pods/ephemeralcontainers). The strategy throws those changes away, so
+// owning them would make an applier claim values it never wrote.
 func (h *restHandler) resetFields(sub string) map[fieldpath.APIVersion]fieldpath.Filter {
-	if !h.res.HasSubresource("status") {
-		return nil
-	}
 	var filter fieldpath.Filter
-	switch sub {
-	case "":
+	objectSub, isObjectSub := h.res.ObjectSubresource(sub)
+	switch {
+	case sub == "" && h.res.HasSubresource("status"):
 		filter = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
-	case "status":
+	case sub == "status" && h.res.HasSubresource("status"):
 		filter = fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("status"))
+	case isObjectSub:
+		parts := make([]any, len(objectSub.Fields))
+		for i, f := range objectSub.Fields {
+			parts[i] = f
+		}
+		filter = fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie(parts...))
 	default:
 		return nil
 	}

@@ -67,9 +67,10 @@ func applyPatch(pt types.PatchType, current, patch []byte, dataStruct runtime.Ob
 		}
 		return jsonMarshal(out)
 	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		// Objects and their status are applied through the field
-		// manager (apply.go), before any patch is made; what reaches
-		// here is a subresource such as scale.
+		// Objects, their status and the subresources served as the
+		// object (pods/ephemeralcontainers) are applied through the
+		// field manager (apply.go), before any patch is made; what
+		// reaches here is a subresource such as scale.
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 			Message: "server-side apply is served on objects and their status, not on this subresource: patch it with " + string(types.MergePatchType) + " instead",

@@ -60,11 +60,19 @@ func (h *restHandler) prefix(namespace string) string {
 
 func (h *restHandler) serve(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	var err error
+	_, objectSub := h.res.ObjectSubresource(info.Subresource)
 	switch {
-	case info.Subresource == "" || info.Subresource == "status":
+	case info.Subresource == "":
 		err = h.serveVerb(w, r, info)
 	case !h.res.HasSubresource(info.Subresource):
 		err = apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name+"/"+info.Subresource)
+	case info.Subresource == "status" || objectSub:
+		// Served as the object itself, through the generic verbs.
+		if info.Verb != "get" && info.Verb != "update" && info.Verb != "patch" {
+			err = apierrors.NewMethodNotSupported(h.res.GVR.GroupResource(), info.Verb+" "+info.Subresource)
+			break
+		}
+		err = h.serveVerb(w, r, info)
 	default:
 		sub, ok := subresourceHandlerFor(info.Subresource)
 		if !ok {
@@ -79,9 +87,6 @@ func (h *restHandler) serve(w http.ResponseWriter, r *http.Request, info request
 }
 
 func (h *restHandler) serveVerb(w http.ResponseWriter, r *http.Request, info requestInfo) error {
-	if info.Subresource == "status" && !h.res.HasSubresource("status") {
-		return apierrors.NewNotFound(h.res.GVR.GroupResource(), info.Name+"/status")
-	}
 	switch info.Verb {
 	case "get":
 		return h.get(w, r, info)
@@ -299,9 +304,10 @@ func (h *restHandler) ttl(runtime.Object) int64 {
 }
 
 // updateWith runs an update or patch: mutate turns the current object
-// into the requested one. Kubernetes' rules for the main resource and the
-// status subresource apply, and the write is a compare-and-swap on the
-// stored revision, retried when another writer got in between.
+// into the requested one. Kubernetes' rules for the main resource, the
+// status subresource or one of the resource's ObjectSubresources apply,
+// and the write is a compare-and-swap on the stored revision, retried
+// when another writer got in between.
 func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requestInfo, allowCreate bool, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, bool, error) {
 	created := false
 	var dry runtime.Object
@@ -342,9 +348,15 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 			}
 			requested := m.GetManagedFields()
 			h.res.Strategy.Default(obj)
-			if info.Subresource == "status" {
+			validate := h.res.Strategy.ValidateUpdate
+			sub, objectSub := h.res.ObjectSubresource(info.Subresource)
+			switch {
+			case info.Subresource == "status":
 				h.res.Strategy.PrepareStatusForUpdate(ctx, obj, current)
-			} else {
+			case objectSub:
+				sub.Strategy.PrepareForUpdate(ctx, obj, current)
+				validate = sub.Strategy.ValidateUpdate
+			default:
 				h.res.Strategy.PrepareForUpdate(ctx, obj, current)
 				if err := h.s.admitTokenSecret(ctx, obj, false); err != nil {
 					return nil, err
@@ -366,7 +378,7 @@ func (h *restHandler) updateWith(ctx context.Context, r *http.Request, info requ
 				obj = h.trackUpdate(r, info.Subresource, current, obj)
 				m, _ = metaOf(obj)
 			}
-			if errs := h.res.Strategy.ValidateUpdate(ctx, obj, current); len(errs) > 0 {
+			if errs := validate(ctx, obj, current); len(errs) > 0 {
 				return nil, invalid(h.res, info.Name, errs)
 			}
 			if err := h.admitRBAC(ctx, obj, current); err != nil {

@@ -2,7 +2,8 @@ package apiserver
 
 import "net/http"
 
-// subresourceHandler serves a subresource other than status.
+// subresourceHandler serves a subresource that is not the object itself
+// (status and a resource's ObjectSubresources go through the generic verbs).
 type subresourceHandler func(h *restHandler, w http.ResponseWriter, r *http.Request, info requestInfo) error
 
 // subresourceHandlerFor returns the handler of a subresource (scale,

@@ -67,7 +67,11 @@ var viewRules = []rbacv1.PolicyRule{
 }
 
 // editRules change a namespace's workloads, services, configuration and
-// secrets, and reach into its pods, but grant no roles.
+// secrets, and reach into its pods, but grant no roles. As in Kubernetes,
+// they leave out pods/ephemeralcontainers (kubectl debug): a cluster's
+// admission rules may not cover ephemeral containers, so an
+// administrator grants them on purpose, e.g. with a ClusterRole labelled
+// rbac.authorization.k8s.io/aggregate-to-edit.
 var editRules = []rbacv1.PolicyRule{
 	rule(read, core, "secrets", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy"),
 	rule(write, core, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "configmaps", "endpoints",

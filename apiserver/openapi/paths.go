@@ -166,7 +166,7 @@ func resourcePaths(r *registry.Resource, kindDef, listDef string) []pathItem {
 func subresourceOps(b opBuilder, sub, kindDef string) []operation {
 	kind := b.gvk.Kind // the resource's, before b takes the subresource's
 	switch sub {
-	case "status", "scale":
+	case "status", "scale", "ephemeralcontainers":
 		def := kindDef
 		if sub == "scale" {
 			def, b.gvk = defScale, gvkScale

@@ -18,6 +18,7 @@ func TestPaths(t *testing.T) {
 		{"ListAllNamespaces", "api/v1", "/api/v1/pods", "get", "listCoreV1PodForAllNamespaces", map[string]any{"group": "", "version": "v1", "kind": "Pod"}},
 		{"ClusterScopedRead", "api/v1", "/api/v1/nodes/{name}", "get", "readCoreV1Node", map[string]any{"group": "", "version": "v1", "kind": "Node"}},
 		{"StatusPatch", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/status", "patch", "patchCoreV1NamespacedPodStatus", map[string]any{"group": "", "version": "v1", "kind": "Pod"}},
+		{"EphemeralContainers", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers", "patch", "patchCoreV1NamespacedPodEphemeralcontainers", map[string]any{"group": "", "version": "v1", "kind": "Pod"}},
 		{"Binding", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/binding", "post", "createCoreV1NamespacedPodBinding", map[string]any{"group": "", "version": "v1", "kind": "Binding"}},
 		{"Eviction", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/eviction", "post", "createCoreV1NamespacedPodEviction", map[string]any{"group": "policy", "version": "v1", "kind": "Eviction"}},
 		{"Log", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/log", "get", "readCoreV1NamespacedPodLog", map[string]any{"group": "", "version": "v1", "kind": "Pod"}},

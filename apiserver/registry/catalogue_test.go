@@ -59,7 +59,7 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 		subresources    []string
 	}{
 		{"", "namespaces", false, []string{"ns"}, false, []string{"status", "finalize"}},
-		{"", "pods", true, []string{"po"}, true, []string{"status", "binding", "log", "eviction", "exec", "attach", "portforward"}},
+		{"", "pods", true, []string{"po"}, true, []string{"status", "ephemeralcontainers", "binding", "log", "eviction", "exec", "attach", "portforward"}},
 		{"", "nodes", false, []string{"no"}, false, []string{"status"}},
 		{"", "services", true, []string{"svc"}, true, []string{"status"}},
 		{"", "endpoints", true, []string{"ep"}, false, nil},
@@ -107,6 +107,11 @@ func TestCatalogueNamesMatchKubernetes(t *testing.T) {
 			}
 			if (r.Scale != nil) != r.HasSubresource("scale") {
 				t.Error("Scale set without the scale subresource, or the reverse")
+			}
+			for sub, o := range r.ObjectSubresources {
+				if !r.HasSubresource(sub) || sub == "status" || o.Strategy == nil || len(o.Fields) == 0 {
+					t.Errorf("object subresource %q: listed %v, rules %+v", sub, r.HasSubresource(sub), o)
+				}
 			}
 			if k, ok := LookupKind(r.GVK()); !ok || k.GVR != r.GVR {
 				t.Errorf("LookupKind(%v) = %v", r.GVK(), k)

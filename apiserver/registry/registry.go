@@ -33,6 +33,11 @@ type Resource struct {
 	SelectableFields func(obj runtime.Object) fields.Set
 	// Scale serves the "scale" subresource; nil when there is none.
 	Scale Scaler
+	// ObjectSubresources are the subresources other than status that
+	// are read and written as the whole object but change one part of
+	// it, e.g. pods' "ephemeralcontainers", by name. Each is also in
+	// Subresources.
+	ObjectSubresources map[string]ObjectSubresource
 	// CreateOnly resources (the self reviews) are answered on create and
 	// never stored: discovery and OpenAPI show only their create, and
 	// they have neither NewList nor Strategy, nor a handler of the
@@ -50,6 +55,36 @@ type Scaler interface {
 	SetReplicas(obj runtime.Object, replicas int32) error
 	// ValidateScale checks a scale request body.
 	ValidateScale(s *autoscalingv1.Scale) field.ErrorList
+}
+
+// ObjectSubresource is a subresource whose body and answer are the whole
+// object, like status, but through which a client changes only one part
+// of it, e.g. spec.ephemeralContainers of a pod: the rest is kept as
+// stored, as the status subresource keeps everything but status.
+type ObjectSubresource struct {
+	// Fields is the path of the part it changes, e.g. ["spec",
+	// "ephemeralContainers"]: its field managers own fields there only.
+	Fields []string
+	// Strategy keeps the rest of the object and validates the update;
+	// the resource's own Strategy still defaults the object and says
+	// whether the spec changed.
+	Strategy SubresourceStrategy
+}
+
+// SubresourceStrategy holds the update rules of an ObjectSubresource.
+type SubresourceStrategy interface {
+	// PrepareForUpdate keeps from old everything the subresource may
+	// not change.
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	// ValidateUpdate checks the updated object against the stored one.
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// ObjectSubresource returns the rules of sub when it is one of the
+// resource's ObjectSubresources.
+func (r *Resource) ObjectSubresource(sub string) (ObjectSubresource, bool) {
+	o, ok := r.ObjectSubresources[sub]
+	return o, ok
 }
 
 // GVK returns the resource's group, version and kind.

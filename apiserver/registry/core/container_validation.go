@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +87,64 @@ func validateInitContainers(inits, regular []corev1.Container, volumes map[strin
 		}
 		if c.StartupProbe != nil {
 			errs = append(errs, field.Forbidden(idx.Child("startupProbe"), msg))
+		}
+	}
+	return errs
+}
+
+// ephemeralContainerFields are the container fields, by JSON name, that an
+// ephemeral container may set. An ephemeral container runs to debug a
+// pod, not as part of its workload, so it has no ports, probes, hooks,
+// resources or restart rules. This lists what is allowed rather than what
+// is not, so that a field new to the API is refused until considered.
+var ephemeralContainerFields = sets.New(
+	"name", "image", "command", "args", "workingDir", "envFrom", "env", "volumeMounts", "volumeDevices",
+	"terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+)
+
+// validateEphemeralContainers checks ephemeral containers: each is a
+// container with the restrictions above, its name differs from every
+// other container's, and its target, when named, is one of the pod's
+// containers or init containers (whose namespaces it joins).
+func validateEphemeralContainers(ecs []corev1.EphemeralContainer, regular, inits []corev1.Container, volumes map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	targets := sets.New[string]()
+	for _, c := range regular {
+		targets.Insert(c.Name)
+	}
+	for _, c := range inits {
+		targets.Insert(c.Name)
+	}
+	names := targets.Clone()
+	for i := range ecs {
+		ec := &ecs[i]
+		idx := fldPath.Index(i)
+		errs = append(errs, validateContainerCommon((*corev1.Container)(&ec.EphemeralContainerCommon), volumes, idx)...)
+		if ec.Name != "" {
+			if names.Has(ec.Name) {
+				errs = append(errs, field.Duplicate(idx.Child("name"), ec.Name))
+			}
+			names.Insert(ec.Name)
+		}
+		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
+			errs = append(errs, field.NotFound(idx.Child("targetContainerName"), ec.TargetContainerName))
+		}
+		v := reflect.ValueOf(ec.EphemeralContainerCommon)
+		for j := 0; j < v.NumField(); j++ {
+			name, _, _ := strings.Cut(v.Type().Field(j).Tag.Get("json"), ",")
+			if !ephemeralContainerFields.Has(name) && !v.Field(j).IsZero() {
+				errs = append(errs, field.Forbidden(idx.Child(name), "cannot be set for an ephemeral container"))
+			}
+		}
+		// A subPath is a bind mount that outlives the container until
+		// the pod ends.
+		for j, m := range ec.VolumeMounts {
+			if m.SubPath != "" {
+				errs = append(errs, field.Forbidden(idx.Child("volumeMounts").Index(j).Child("subPath"), "cannot be set for an ephemeral container"))
+			}
+			if m.SubPathExpr != "" {
+				errs = append(errs, field.Forbidden(idx.Child("volumeMounts").Index(j).Child("subPathExpr"), "cannot be set for an ephemeral container"))
+			}
 		}
 	}
 	return errs

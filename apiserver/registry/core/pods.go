@@ -53,6 +53,28 @@ func PodStrategy() strategy.Funcs[*corev1.Pod] {
 	}
 }
 
+// PodEphemeralContainersStrategy returns the rules of
+// pods/ephemeralcontainers, through which `kubectl debug` adds a
+// container to a running pod: only spec.ephemeralContainers is taken
+// from the request, and ephemeral containers may be added but never
+// changed or removed.
+func PodEphemeralContainersStrategy() strategy.Funcs[*corev1.Pod] {
+	return strategy.Funcs[*corev1.Pod]{
+		PrepareForUpdateFunc: func(_ context.Context, pod, old *corev1.Pod) {
+			added := pod.Spec.EphemeralContainers
+			// The request's identity and preconditions stay, for the
+			// generic layer to check; the rest is the stored pod's.
+			typeMeta, meta := pod.TypeMeta, pod.ObjectMeta
+			*pod = *old.DeepCopy()
+			pod.TypeMeta = typeMeta
+			pod.Name, pod.Namespace, pod.UID = meta.Name, meta.Namespace, meta.UID
+			pod.ResourceVersion, pod.ManagedFields = meta.ResourceVersion, meta.ManagedFields
+			pod.Spec.EphemeralContainers = added
+		},
+		ValidateUpdateFunc: validatePodEphemeralContainersUpdate,
+	}
+}
+
 func validatePodCreate(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	errs := ValidateMeta(&pod.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 	specPath := field.NewPath("spec")
@@ -99,6 +121,10 @@ func validatePodUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList 
 	if apiequality.Semantic.DeepEqual(pod.Spec, old.Spec) {
 		return errs
 	}
+	if !apiequality.Semantic.DeepEqual(pod.Spec.EphemeralContainers, old.Spec.EphemeralContainers) {
+		errs = append(errs, field.Forbidden(specPath.Child("ephemeralContainers"),
+			"may not be changed by updating the pod: add ephemeral containers through the pods/ephemeralcontainers subresource, as kubectl debug does"))
+	}
 	// Put back what may change; whatever still differs may not.
 	munged := pod.Spec.DeepCopy()
 	for i := range munged.Containers {
@@ -110,6 +136,7 @@ func validatePodUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList 
 	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
 	munged.Tolerations = old.Spec.Tolerations
 	munged.SchedulingGates = old.Spec.SchedulingGates
+	munged.EphemeralContainers = old.Spec.EphemeralContainers // refused above
 	if o, n := old.Spec.TerminationGracePeriodSeconds, munged.TerminationGracePeriodSeconds; o != nil && *o < 0 && n != nil && *n == 1 {
 		munged.TerminationGracePeriodSeconds = o
 	}
@@ -117,6 +144,48 @@ func validatePodUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList 
 		msg := fmt.Sprintf("pod updates may not change fields other than %s\n  changed: %s",
 			strings.Join(updatablePodSpecFields, ","), strings.Join(changedFields(old.Spec, *munged, "spec"), ", "))
 		errs = append(errs, field.Forbidden(specPath, msg))
+	}
+	return errs
+}
+
+// mirrorPodAnnotation marks the API's copy of a node's static pod.
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// validatePodEphemeralContainersUpdate checks a write to
+// pods/ephemeralcontainers: the pod as a whole, new ephemeral containers
+// included, must be valid, and the ones it had must be kept unchanged,
+// since the kubelet may already run them.
+func validatePodEphemeralContainersUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList {
+	ecPath := field.NewPath("spec", "ephemeralContainers")
+	if _, ok := old.Annotations[mirrorPodAnnotation]; ok {
+		// The node runs a static pod from its own manifest, not from
+		// this copy, so an ephemeral container added here would never run.
+		return field.ErrorList{field.Forbidden(ecPath, "static pods do not support ephemeral containers")}
+	}
+	errs := ValidateMetaUpdate(&pod.ObjectMeta, &old.ObjectMeta)
+	errs = append(errs, ValidatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	byName := map[string]int{}
+	for i, ec := range pod.Spec.EphemeralContainers {
+		byName[ec.Name] = i
+	}
+	// A patch may reorder the list, so containers are matched by name.
+	for _, o := range old.Spec.EphemeralContainers {
+		i, ok := byName[o.Name]
+		if !ok {
+			errs = append(errs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral container %q may not be removed", o.Name)))
+			continue
+		}
+		n := pod.Spec.EphemeralContainers[i]
+		if apiequality.Semantic.DeepEqual(o, n) {
+			continue
+		}
+		idx := ecPath.Index(i)
+		changed := changedFields(o.EphemeralContainerCommon, n.EphemeralContainerCommon, idx.String())
+		if o.TargetContainerName != n.TargetContainerName {
+			changed = append(changed, idx.Child("targetContainerName").String())
+		}
+		errs = append(errs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral container %q may not be changed\n  changed: %s",
+			o.Name, strings.Join(changed, ", "))))
 	}
 	return errs
 }

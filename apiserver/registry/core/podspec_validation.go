@@ -24,12 +24,14 @@ func ValidatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) fie
 }
 
 // ValidatePodSpec checks the parts of a pod spec users most often get wrong:
-// volumes, containers, restart and DNS policies, node selector, names of
-// referenced objects, tolerations and host ports.
+// volumes, containers (init and ephemeral ones too), restart and DNS
+// policies, node selector, names of referenced objects, tolerations and
+// host ports.
 func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	volumes, errs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	errs = append(errs, validateContainers(spec.Containers, volumes, fldPath.Child("containers"))...)
 	errs = append(errs, validateInitContainers(spec.InitContainers, spec.Containers, volumes, fldPath.Child("initContainers"))...)
+	errs = append(errs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, volumes, fldPath.Child("ephemeralContainers"))...)
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec.DNSPolicy, fldPath.Child("dnsPolicy"))...)
 	errs = append(errs, validateDNSConfig(spec.DNSConfig, spec.DNSPolicy, fldPath.Child("dnsConfig"))...)
