@@ -42,6 +42,7 @@ func TestNodeOnContainerd(t *testing.T) {
 	n.waitGone(t, "web", 30*time.Second)
 	checkStreams(t, n, false)
 	checkAttach(t, n)
+	checkDebug(t, n)
 }
 
 // bridgeMasqChain is a chain of the CNI bridge plugin's per-pod

@@ -461,6 +461,10 @@ func TestNode(t *testing.T) {
 		checkAttach(t, n)
 	})
 
+	t.Run("kubectl debug runs an ephemeral container in its target's processes", func(t *testing.T) {
+		checkDebug(t, n)
+	})
+
 	t.Run("deleting a pod runs preStop, stops it and removes it", func(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "marker")
 		c := corev1.Container{Name: "app", Command: sh("trap 'echo term >> /host/marker; exit 0' TERM; while true; do sleep 0.1; done"),
