@@ -26,16 +26,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == demoCommand {
 		os.Exit(runDemo(os.Args[2:]))
 	}
-	fmt.Fprintln(os.Stderr, "usage: cairn-demo "+demoCommand+" serve|get|whoami ...: the program of the `cairn dev` demo image")
+	fmt.Fprintln(os.Stderr, "usage: cairn-demo "+demoCommand+" serve|get|whoami|ps ...: the program of the `cairn dev` demo image")
 	os.Exit(2)
 }
 
 // runDemo runs `serve [--listen ADDR]`, `get [--count N] [--timeout D]
-// [--retry-for D] URL` or `whoami [--retry-for D]` and returns the exit
-// code.
+// [--retry-for D] URL`, `whoami [--retry-for D]` or `ps` and returns the
+// exit code.
 func runDemo(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" serve|get|whoami ...")
+		fmt.Fprintln(os.Stderr, "usage: "+demoCommand+" serve|get|whoami|ps ...")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,7 +77,16 @@ func runDemo(args []string) int {
 			return 1
 		}
 		return 0
+	case "ps":
+		if len(args) != 1 {
+			return 2
+		}
+		if err := demoapp.PS("/proc", os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return 1
+		}
+		return 0
 	}
-	fmt.Fprintf(os.Stderr, "%s: unknown command %q (serve, get or whoami)\n", demoCommand, args[0])
+	fmt.Fprintf(os.Stderr, "%s: unknown command %q (serve, get, whoami or ps)\n", demoCommand, args[0])
 	return 2
 }

@@ -22,7 +22,7 @@ func newDemoHTTPCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 	}
-	cmd.AddCommand(newDemoServeCmd(), newDemoGetCmd(), newDemoWhoAmICmd())
+	cmd.AddCommand(newDemoServeCmd(), newDemoGetCmd(), newDemoWhoAmICmd(), newDemoPSCmd())
 	return cmd
 }
 
@@ -72,4 +72,15 @@ func newDemoWhoAmICmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&retryFor, "retry-for", 30*time.Second, "how long to retry a failing request")
 	return cmd
+}
+
+func newDemoPSCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ps",
+		Short: "List the processes this container sees, e.g. from kubectl debug --target",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demoapp.PS("/proc", cmd.OutOrStdout())
+		},
+	}
 }

@@ -103,6 +103,10 @@ func TestDevClusterServesTheDemoThroughALeaderKillAndLeavesNothingBehind(t *test
 		}
 	})
 
+	t.Run("kubectl debug adds a container that sees a demo pod's processes", func(t *testing.T) {
+		checkDebug(t, c, demoPods)
+	})
+
 	t.Run("scaled down to one replica, the demo answers only from the pod left", func(t *testing.T) {
 		checkScaleDown(t, c, url)
 	})

@@ -3,7 +3,9 @@ package demoapp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +96,20 @@ func TestIdentityFromEnv(t *testing.T) {
 	t.Setenv("POD_IP", "")
 	if id := IdentityFromEnv(); id.Pod == "" || id.IP == "" {
 		t.Errorf("no fallback: %+v", id)
+	}
+}
+
+func TestPSListsTheProcessesItSees(t *testing.T) {
+	var out strings.Builder
+	if err := PS("/proc", &out); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d %s\n", os.Getpid(), strings.TrimSpace(strings.ReplaceAll(string(self), "\x00", " ")))
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("ps does not list this test as %q:\n%s", want, out.String())
 	}
 }
