@@ -139,6 +139,11 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		return nil, err
 	}
 	hostPID := sc.GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_NODE
+	var ipcNS, shm string
+	hostIPC := sc.GetNamespaceOptions().GetIpc() == runtimeapi.NamespaceMode_NODE
+	if !hostIPC && sc.GetNamespaceOptions().GetIpc() != runtimeapi.NamespaceMode_CONTAINER {
+		ipcNS, shm = sb.IPCNS, sb.Shm
+	}
 	mounts, err := mountsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -163,6 +168,7 @@ func (r *Runtime) createContainer(ctx context.Context, id string, sb *sandboxRec
 		OOMScoreAdj: cfg.GetLinux().GetResources().GetOomScoreAdj(),
 		Stdin:       cfg.GetStdin(), StdinOnce: cfg.GetStdin() && cfg.GetStdinOnce(), TTY: cfg.GetTty(),
 		PIDNamespaceOf: pidOf, HostPID: hostPID,
+		IPCNS: ipcNS, Shm: shm, HostIPC: hostIPC,
 	}
 	if !sp.Privileged && len(sp.MaskedPaths) == 0 && len(sp.ReadonlyPaths) == 0 {
 		sp.MaskedPaths, sp.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths()

@@ -3,14 +3,16 @@
 //
 // Each pod sandbox is a network namespace, bind mounted under the netns
 // directory so that it outlives the agent, attached to the node's pod
-// network. Each container is a process in its own mount, PID, UTS and IPC
-// namespaces, joined to its sandbox's network namespace, pivot_root'ed
-// into an overlay (or a copy) of its image's unpacked root filesystem,
-// and placed in cgroups under the configured cgroup root. The PID
-// namespace is shared instead when the CRI asks: the host's (hostPID),
-// the pod's (shareProcessNamespace: a small init started with the
-// sandbox keeps it and reaps its orphans) or another container's (an
-// ephemeral container's target).
+// network, and an IPC namespace (bind mounted beside it) with a tmpfs
+// that its containers share as /dev/shm, unless the pod uses the host's.
+// Each container is a process in its own mount, PID and UTS namespaces,
+// joined to its sandbox's network and IPC namespaces, pivot_root'ed into
+// an overlay (or a copy) of its image's unpacked root filesystem, and
+// placed in cgroups under the configured cgroup root. The PID namespace
+// is shared instead when the CRI asks: the host's (hostPID), the pod's
+// (shareProcessNamespace: a small init started with the sandbox keeps it
+// and reaps its orphans) or another container's (an ephemeral
+// container's target).
 //
 // Two helper processes do the work the agent cannot do safely from a
 // multi-threaded Go process: the shim that builds and supervises a
@@ -28,6 +30,7 @@
 //	sandboxes/<id>/sandbox.json   the CRI config, netns, IP and state
 //	sandboxes/<id>/{hosts,hostname,resolv.conf}
 //	sandboxes/<id>/pod-init.log   the shared PID namespace's init, if any
+//	sandboxes/<id>/shm            the tmpfs the containers share as /dev/shm
 //	containers/<id>/container.json the CRI config and image
 //	containers/<id>/spec.json     what the shim needs to build the container
 //	containers/<id>/state.json    pid, start and exit, written by the shim

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"cairn/internal/nsthread"
 	"cairn/internal/topdir"
 	"cairn/node/images"
 	"cairn/node/network"
@@ -170,7 +171,7 @@ func (r *Runtime) load() error {
 		}
 		// After a reboot the namespace mount is gone: the sandbox cannot
 		// come back, the kubelet will make a new one.
-		if rec.Ready && rec.NetNS != "" && !network.IsNetNS(rec.NetNS) {
+		if rec.Ready && (rec.NetNS != "" && !network.IsNetNS(rec.NetNS) || rec.IPCNS != "" && !nsthread.IsNamespace(rec.IPCNS)) {
 			rec.Ready = false
 			if err := helper.WriteJSON(filepath.Join(r.sandboxDir(rec.ID), "sandbox.json"), rec); err != nil {
 				return err

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"cairn/internal/nsthread"
 	"cairn/node/network"
 	"cairn/node/runtime/embedded/helper"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -66,6 +68,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	}
 	if err := r.setupSandbox(sb, cfg); err != nil {
 		r.stopPodInit(sb)
+		r.teardownIPC(sb)
 		r.teardownNetwork(sb)
 		os.RemoveAll(dir)
 		return nil, err
@@ -101,9 +104,14 @@ func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConf
 			return err
 		}
 		sb.IP = ip.String()
-		if err := applySysctls(sb.NetNS, cfg.GetLinux().GetSysctls()); err != nil {
+	}
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetIpc() != runtimeapi.NamespaceMode_NODE {
+		if err := r.setupIPC(sb); err != nil {
 			return err
 		}
+	}
+	if err := applySysctls(sb, cfg.GetLinux().GetSysctls()); err != nil {
+		return err
 	}
 	if err := r.writeEtcFiles(sb, cfg, hostNet); err != nil {
 		return err
@@ -119,20 +127,62 @@ func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConf
 	return r.saveSandbox(sb)
 }
 
-// applySysctls sets the pod's namespaced network sysctls in its network
-// namespace. Other sysctls would need an IPC namespace shared by the
-// pod's containers, which this runtime does not make.
-func applySysctls(netns string, sysctls map[string]string) error {
+// ipcSysctls are the prefixes of the sysctls of an IPC namespace.
+var ipcSysctls = []string{"kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."}
+
+// applySysctls sets the pod's namespaced sysctls: the network ones in
+// its network namespace, the IPC ones in its IPC namespace. Others are
+// the host's, which a pod may not set.
+func applySysctls(sb *sandboxRecord, sysctls map[string]string) error {
 	for k, v := range sysctls {
+		kind, ns := nsthread.Net, sb.NetNS
 		if !strings.HasPrefix(k, "net.") {
-			return fmt.Errorf("embedded: sysctl %s is not supported (only net.* sysctls are)", k)
+			kind, ns = nsthread.IPC, sb.IPCNS
+			if !slices.ContainsFunc(ipcSysctls, func(p string) bool { return strings.HasPrefix(k, p) }) {
+				return fmt.Errorf("embedded: sysctl %s is not namespaced: only net.*, kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.* can be set for a pod", k)
+			}
+		}
+		if ns == "" {
+			return fmt.Errorf("embedded: sysctl %s needs the pod's own namespace, not the host's (hostNetwork or hostIPC)", k)
 		}
 		p := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
-		if err := nsthread.Run(netns, func() error { return os.WriteFile(p, []byte(v), 0o644) }); err != nil {
+		if err := nsthread.RunIn(kind, ns, func() error { return os.WriteFile(p, []byte(v), 0o644) }); err != nil {
 			return fmt.Errorf("embedded: sysctl %s=%s: %w", k, v, err)
 		}
 	}
 	return nil
+}
+
+// setupIPC makes the IPC namespace and the /dev/shm the sandbox's
+// containers share, as the pause container holds them in Kubernetes.
+func (r *Runtime) setupIPC(sb *sandboxRecord) error {
+	sb.IPCNS = filepath.Join(r.cfg.NetNSDir, sb.ID+".ipc")
+	if err := nsthread.New(nsthread.IPC, sb.IPCNS); err != nil {
+		sb.IPCNS = ""
+		return fmt.Errorf("embedded: %w", err)
+	}
+	sb.Shm = filepath.Join(r.sandboxDir(sb.ID), "shm")
+	if err := os.Mkdir(sb.Shm, 0o1777); err != nil {
+		return fmt.Errorf("embedded: %w", err)
+	}
+	if err := unix.Mount("shm", sb.Shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k"); err != nil {
+		return fmt.Errorf("embedded: mounting the pod's /dev/shm: %w", err)
+	}
+	return nil
+}
+
+// teardownIPC removes the sandbox's shared IPC namespace and /dev/shm.
+func (r *Runtime) teardownIPC(sb *sandboxRecord) error {
+	var errs []error
+	if sb.Shm != "" {
+		if err := unix.Unmount(sb.Shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("embedded: unmounting %s: %w", sb.Shm, err))
+		}
+	}
+	if sb.IPCNS != "" {
+		errs = append(errs, nsthread.Remove(sb.IPCNS))
+	}
+	return errors.Join(errs...)
 }
 
 // writeEtcFiles writes the sandbox's hosts, hostname and resolv.conf.
@@ -206,6 +256,9 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSan
 		}
 	}
 	if err := r.stopPodInit(sb); err != nil {
+		return nil, err
+	}
+	if err := r.teardownIPC(sb); err != nil {
 		return nil, err
 	}
 	if err := r.teardownNetwork(sb); err != nil {

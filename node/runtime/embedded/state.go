@@ -27,6 +27,11 @@ type sandboxRecord struct {
 	// PodInit is the first process of the PID namespace the sandbox's
 	// containers share, for a pod with shareProcessNamespace.
 	PodInit *helper.Process `json:"podInit,omitempty"`
+	// IPCNS is the path of the IPC namespace the sandbox's containers
+	// share, and Shm the tmpfs directory that is their /dev/shm; both
+	// empty for a pod on the host's IPC namespace.
+	IPCNS string `json:"ipcns,omitempty"`
+	Shm   string `json:"shm,omitempty"`
 
 	decoded decodedConfig[runtimeapi.PodSandboxConfig]
 }

@@ -42,15 +42,18 @@ func launch(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*os.File, fai
 
 func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*os.File, failW *os.File) (int, *os.File, error) {
 	if sp.NetNS != "" {
-		fd, err := unix.Open(sp.NetNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return 0, nil, fmt.Errorf("opening the sandbox's network namespace: %w", err)
+		if err := joinNamespace(sp.NetNS, unix.CLONE_NEWNET, "network"); err != nil {
+			return 0, nil, err
 		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
-		if err != nil {
-			return 0, nil, fmt.Errorf("entering the sandbox's network namespace: %w", err)
+	}
+	unshare := unix.CLONE_NEWNS | unix.CLONE_NEWUTS
+	switch {
+	case sp.IPCNS != "":
+		if err := joinNamespace(sp.IPCNS, unix.CLONE_NEWIPC, "IPC"); err != nil {
+			return 0, nil, err
 		}
+	case !sp.HostIPC:
+		unshare |= unix.CLONE_NEWIPC
 	}
 	if sp.PIDNamespaceOf != nil {
 		if err := joinPIDNamespace(*sp.PIDNamespaceOf); err != nil {
@@ -59,7 +62,7 @@ func launchOnThisThread(dir string, sp *Spec, stdio [3]*os.File, cgroupProcs []*
 	}
 	// A new mount namespace implies this thread's own root, working
 	// directory and umask: none of it is the rest of the shim's.
-	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC); err != nil {
+	if err := unix.Unshare(unshare); err != nil {
 		return 0, nil, fmt.Errorf("making the container's namespaces: %w", err)
 	}
 	root := filepath.Join(dir, "rootfs")
@@ -201,6 +204,20 @@ func joinPIDNamespace(p Process) error {
 	}
 	if err := unix.Setns(fd, unix.CLONE_NEWPID); err != nil {
 		return fmt.Errorf("joining the target container's PID namespace: %w", err)
+	}
+	return nil
+}
+
+// joinNamespace moves the thread into the sandbox's namespace at path,
+// of the kind of flag.
+func joinNamespace(path string, flag int, what string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's %s namespace: %w", what, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, flag); err != nil {
+		return fmt.Errorf("entering the sandbox's %s namespace: %w", what, err)
 	}
 	return nil
 }

@@ -109,20 +109,32 @@ func mountDev(root string, sp *Spec) error {
 			return fmt.Errorf("making /dev/%s: %w", d.name, err)
 		}
 	}
-	for _, m := range []struct{ dir, fstype, data string }{
-		{"pts", "devpts", "newinstance,ptmxmode=0666,mode=0620"},
-		{"shm", "tmpfs", "mode=1777,size=65536k"},
-		{"mqueue", "mqueue", ""},
+	// /dev/shm is the pod's when its containers share an IPC namespace,
+	// the host's on the host's, else the container's own. A fresh
+	// mqueue shows the queues of the IPC namespace the thread is in.
+	shm := struct{ source, fstype, data string }{"shm", "tmpfs", "mode=1777,size=65536k"}
+	switch {
+	case sp.Shm != "":
+		shm.source, shm.fstype, shm.data = sp.Shm, "", ""
+	case sp.HostIPC:
+		shm.source, shm.fstype, shm.data = "/dev/shm", "", ""
+	}
+	for _, m := range []struct{ dir, source, fstype, data string }{
+		{"pts", "devpts", "devpts", "newinstance,ptmxmode=0666,mode=0620"},
+		{"shm", shm.source, shm.fstype, shm.data},
+		{"mqueue", "mqueue", "mqueue", ""},
 	} {
 		target := filepath.Join(dev, m.dir)
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NOEXEC)
-		if m.fstype != "devpts" {
+		if m.fstype == "" {
+			flags = unix.MS_BIND
+		} else if m.fstype != "devpts" {
 			flags |= unix.MS_NODEV
 		}
-		if err := unix.Mount(m.fstype, target, m.fstype, flags, m.data); err != nil {
+		if err := unix.Mount(m.source, target, m.fstype, flags, m.data); err != nil {
 			return fmt.Errorf("mounting /dev/%s: %w", m.dir, err)
 		}
 	}

@@ -60,6 +60,13 @@ type Spec struct {
 	// HostPID runs the container's process in the host's PID namespace
 	// (a pod with hostPID), where its /proc shows every process.
 	HostPID bool `json:"hostPID,omitempty"`
+	// IPCNS is the IPC namespace the container joins, its pod's, and Shm
+	// the directory bind mounted on its /dev/shm, the pod's; without
+	// them, the container gets an IPC namespace and a /dev/shm of its
+	// own, or with HostIPC the host's.
+	IPCNS   string `json:"ipcns,omitempty"`
+	Shm     string `json:"shm,omitempty"`
+	HostIPC bool   `json:"hostIPC,omitempty"`
 }
 
 // Process names a process for as long as it lives: its PID and its
