@@ -82,6 +82,7 @@ its Lease expires. Give every agent the same --gossip-key-file.`,
 	f.Duration("node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often the node's status is written even when unchanged")
 	f.Duration("sync-frequency", kubelet.DefaultSyncFrequency, "how often configMap, secret, downwardAPI and projected volumes are refreshed")
 	f.Duration("housekeeping-interval", kubelet.DefaultHousekeepingInterval, "how often what deleted pods left is cleaned up")
+	f.StringSlice("allowed-unsafe-sysctls", nil, "sysctls pods may set besides the safe ones, names or prefixes ending in * (e.g. kernel.msg*,net.core.somaxconn), comma-separated; only namespaced ones")
 	f.Duration("crash-loop-backoff", kubelet.DefaultCrashLoopBackOffBase, "first wait before restarting a crashing container (doubles up to --crash-loop-backoff-max)")
 	f.Duration("crash-loop-backoff-max", kubelet.DefaultCrashLoopBackOffMax, "longest wait before restarting a crashing container")
 	f.String("container-log-max-size", "10Mi", "size past which a container's log file is rotated")
@@ -165,6 +166,10 @@ func agentConfig(f *pflag.FlagSet) (agent.Config, error) {
 	k.HousekeepingInterval, _ = f.GetDuration("housekeeping-interval")
 	k.CrashLoopBackOff.Base, _ = f.GetDuration("crash-loop-backoff")
 	k.CrashLoopBackOff.Max, _ = f.GetDuration("crash-loop-backoff-max")
+	k.AllowedUnsafeSysctls = strs("allowed-unsafe-sysctls")
+	if err := kubelet.ValidateSysctlPatterns(k.AllowedUnsafeSysctls); err != nil {
+		return cfg, err
+	}
 	k.EvictionMemoryAvailable, _ = f.GetInt64("eviction-memory-available")
 	k.EvictionDiskFreeFraction, _ = f.GetFloat64("eviction-disk-free")
 	if k.MaxPods <= 0 {

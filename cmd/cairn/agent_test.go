@@ -22,3 +22,21 @@ func TestAgentFlagsRefuseAnEvictionFractionOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentFlagsRefuseSysctlsOfTheHost(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		wantErr bool
+	}{
+		{"kernel.msg*,net.core.somaxconn", false}, {"net.*", false}, {"kernel.*", true}, {"vm.swappiness", true}, {"*", true},
+	} {
+		cmd := newAgentCmd()
+		if err := cmd.Flags().Parse([]string{"--allowed-unsafe-sysctls", tc.value}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := agentConfig(cmd.Flags())
+		if got := err != nil && strings.Contains(err.Error(), "--allowed-unsafe-sysctls"); got != tc.wantErr {
+			t.Errorf("--allowed-unsafe-sysctls %s: err %v, want an error naming the flag: %v", tc.value, err, tc.wantErr)
+		}
+	}
+}

@@ -393,6 +393,30 @@ func TestNode(t *testing.T) {
 		n.delete(t, "hog", 0)
 	})
 
+	t.Run("safe sysctls apply in the pod's namespaces; an unsafe one rejects the pod", func(t *testing.T) {
+		p := n.pod("tuned", corev1.Container{Name: "app", Command: sh(
+			`echo "rmid=$(cat /proc/sys/kernel/shm_rmid_forced) ports=$(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' ' ')"; sleep 3600`)})
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{
+			{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "net.ipv4.ip_local_port_range", Value: "40000 41000"}}}
+		n.create(t, p)
+		n.waitPod(t, "tuned", 30*time.Second, "running", running)
+		var logs string
+		eventually(t, 10*time.Second, "the sysctls in the pod", func() bool {
+			logs, _ = n.logs("tuned", &corev1.PodLogOptions{})
+			return strings.Contains(logs, "rmid=1 ports=40000 41000")
+		}, func() any { return logs })
+		n.delete(t, "tuned", 0)
+
+		p = n.pod("untuned", corev1.Container{Name: "app", Command: []string{"sleep", "3600"}})
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}}
+		n.create(t, p)
+		got := n.waitPod(t, "untuned", 30*time.Second, "rejected", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if got.Status.Reason != "SysctlForbidden" || !strings.Contains(got.Status.Message, `"kernel.msgmax" not allowlisted`) || len(got.Status.ContainerStatuses) != 0 {
+			t.Errorf("status %+v, want the pod rejected with SysctlForbidden before any container ran", got.Status)
+		}
+		n.delete(t, "untuned", 0)
+	})
+
 	t.Run("a chatty container's log is rotated and still followed", func(t *testing.T) {
 		created := n.create(t, n.pod("chatty", corev1.Container{Name: "app",
 			Command: sh(`i=0; while true; do seq 1 300 | sed "s/^/burst $i line /"; i=$((i+1)); sleep 0.2; done`)}))

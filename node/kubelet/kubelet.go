@@ -127,6 +127,10 @@ type Config struct {
 	// rotated; ContainerLogMaxFiles how many files of it are kept.
 	ContainerLogMaxSize  int64
 	ContainerLogMaxFiles int
+	// AllowedUnsafeSysctls are the sysctls pods may set besides the
+	// safe ones: names, or prefixes ending in "*" (see
+	// ValidateSysctlPatterns).
+	AllowedUnsafeSysctls []string
 	// Eviction thresholds for the node's pressure conditions.
 	EvictionMemoryAvailable  int64
 	EvictionDiskFreeFraction float64

@@ -57,6 +57,12 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, requeue
 		k.log.Warn("reading the pod's runtime state failed", "pod", podDesc(pod), "err", err)
 		return false, 0
 	}
+	if len(rs.Sandboxes) == 0 && len(rs.Instances) == 0 {
+		// Not started on this node yet: admit it first.
+		if msg, bad := forbiddenSysctl(pod, k.cfg.AllowedUnsafeSysctls); bad {
+			return k.rejectPod(ctx, w, pod, reasonSysctlForbidden, msg)
+		}
+	}
 	if !w.adopted {
 		w.adopted = true
 		if n := len(rs.running()); n > 0 {
@@ -287,6 +293,17 @@ func (k *Kubelet) failPod(ctx context.Context, w *podWorker, pod *corev1.Pod, rs
 	}
 	k.storeStatus(ctx, w, pod, status)
 	k.probes.RemovePod(pod.UID)
+	return true, 0
+}
+
+// rejectPod fails a pod the kubelet does not admit, before anything of
+// it runs, as Kubernetes' kubelet does.
+func (k *Kubelet) rejectPod(ctx context.Context, w *podWorker, pod *corev1.Pod, reason, msg string) (bool, time.Duration) {
+	msg = "Pod was rejected: " + msg
+	k.event(pod, nil, corev1.EventTypeWarning, reason, "%s", msg)
+	status := corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: msg, QOSClass: pod.Status.QOSClass,
+		Conditions: pod.Status.Conditions, ObservedGeneration: pod.Generation}
+	k.storeStatus(ctx, w, pod, status)
 	return true, 0
 }
 
