@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,12 @@ func TestAPodsContainersShareItsIPCNamespaceAndShm(t *testing.T) {
 	report := `echo "ipc $(readlink /proc/self/ns/ipc)"; echo "rmid $(cat /proc/sys/kernel/shm_rmid_forced)"; echo "shm $(cat /dev/shm/note 2>/dev/null)"`
 	writer := run(sb, "writer", "echo from-writer > /dev/shm/note; "+report)
 	reader := run(sb, "reader", report)
+	privileged := container("privileged", "sh", "-c", report)
+	privileged.Linux.SecurityContext.Privileged = true
+	st := e.waitState(e.start(sb, privileged), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	if got := field(e.logLines(st.LogPath), "shm"); got != "from-writer" {
+		t.Errorf("a privileged container of the pod does not share its /dev/shm: it saw %q", got)
+	}
 	if field(writer, "ipc") == "" || field(writer, "ipc") != field(reader, "ipc") {
 		t.Errorf("the pod's containers are in different IPC namespaces: %q, %q", writer, reader)
 	}
@@ -58,7 +65,7 @@ func TestAPodsContainersShareItsIPCNamespaceAndShm(t *testing.T) {
 	}
 	onHost := container("onhost", "sh", "-c", report)
 	onHost.Linux.SecurityContext.NamespaceOptions.Ipc = runtimeapi.NamespaceMode_NODE
-	st := e.waitState(e.start(resp.PodSandboxId, onHost), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	st = e.waitState(e.start(resp.PodSandboxId, onHost), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
 	if got := field(e.logLines(st.LogPath), "ipc"); got != host {
 		t.Errorf("a hostIPC container is in IPC namespace %q, want the host's %q", got, host)
 	}
@@ -75,6 +82,26 @@ func TestAPodsContainersShareItsIPCNamespaceAndShm(t *testing.T) {
 	}
 	if _, err := os.Stat(shm + "/note"); !os.IsNotExist(err) {
 		t.Errorf("the pod's /dev/shm is still mounted after its sandbox stopped: %v", err)
+	}
+}
+
+// TestASandboxLeftHalfMadeIsCleanedUp restarts the runtime over a
+// sandbox whose record was never written, as when the agent crashes
+// while it makes one: its namespaces and /dev/shm do not outlive it.
+func TestASandboxLeftHalfMadeIsCleanedUp(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("halfmade")
+	e.rt.mu.Lock()
+	netns, ipcNS, shm := e.rt.sandboxes[sb].NetNS, e.rt.sandboxes[sb].IPCNS, e.rt.sandboxes[sb].Shm
+	e.rt.mu.Unlock()
+	if err := os.Remove(filepath.Join(e.rt.sandboxDir(sb), "sandbox.json")); err != nil {
+		t.Fatal(err)
+	}
+	e.rt = e.newRuntime()
+	for _, p := range []string{netns, ipcNS, shm, e.rt.sandboxDir(sb)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s outlives its dropped sandbox: %v", p, err)
+		}
 	}
 }
 

@@ -3,7 +3,11 @@ package embedded
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,13 +39,13 @@ func TestAContainerJoinsItsTargetsPIDNamespace(t *testing.T) {
 	if !hasLine(lines, "stdout: proc 1 sleep 3600 ") {
 		t.Errorf("the debugger does not see its target's process as PID 1: %q", lines)
 	}
-	if hasLine(lines, "stdout: self 1") {
+	if slices.Contains(lines, "stdout: self 1") {
 		t.Errorf("the debugger is PID 1 of a namespace of its own: %q", lines)
 	}
 
 	alone := e.start(sb, container("alone", "sh", "-c", ps))
 	st = e.waitState(alone, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
-	if lines := e.logLines(st.LogPath); hasLine(lines, "sleep 3600") || !hasLine(lines, "stdout: self 1") {
+	if lines := e.logLines(st.LogPath); containsLine(lines, "sleep 3600") || !slices.Contains(lines, "stdout: self 1") {
 		t.Errorf("a container without a target shares a PID namespace: %q", lines)
 	}
 
@@ -69,7 +73,7 @@ func TestAHostPIDContainerSeesTheHostsProcesses(t *testing.T) {
 	id := e.start(sb, cfg)
 	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
 	lines := e.logLines(st.LogPath)
-	if st.ExitCode != 0 || !hasLine(lines, "stdout: sees-the-agent") || hasLine(lines, "stdout: self 1") {
+	if st.ExitCode != 0 || !slices.Contains(lines, "stdout: sees-the-agent") || slices.Contains(lines, "stdout: self 1") {
 		t.Errorf("a hostPID container: %s, log %q; want it to see the agent's process", fmtStatus(st), lines)
 	}
 }
@@ -97,13 +101,47 @@ func TestAPodSharesOnePIDNamespace(t *testing.T) {
 	peer.Linux.SecurityContext.NamespaceOptions = shared
 	st := e.waitState(e.start(sb, peer), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
 	lines := e.logLines(st.LogPath)
-	if !hasLine(lines, "stdout: proc 1 ") || hasLine(lines, "stdout: proc 1 sleep") || !containsLine(lines, "sleep 3600") || hasLine(lines, "stdout: self 1") {
+	if !hasLine(lines, "stdout: proc 1 ") || hasLine(lines, "stdout: proc 1 sleep") || !containsLine(lines, "sleep 3600") || slices.Contains(lines, "stdout: self 1") {
 		t.Errorf("a container of a pod sharing its PID namespace does not see its peer under the pod's init: %q", lines)
+	}
+
+	// The pod's init leaves nothing of the host to reach through
+	// /proc/1, and its processes cannot kill it.
+	probe := container("probe", "sh", "-c", `echo "root=$(ls -A /proc/1/root | wc -l) uid=$(awk '/^Uid/ {print $2}' /proc/1/status)"; kill -HUP 1; kill -TERM 1; kill -QUIT 1; sleep 0.2; echo "alive=$(cat /proc/1/cmdline | wc -c)"`)
+	probe.Linux.SecurityContext.NamespaceOptions = shared
+	probe.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_PTRACE"}}
+	st = e.waitState(e.start(sb, probe), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	lines = e.logLines(st.LogPath)
+	if !slices.Contains(lines, "stdout: root=0 uid=65535") {
+		t.Errorf("the pod's init shows a root or a user to its pod: %q", lines)
+	}
+	if state := e.sandboxState(sb); containsLine(lines, "alive=0") || state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("the pod's signals ended its init: %q, sandbox %s", lines, state)
+	}
+
+	// What a container leaves running in the shared namespace ends with it.
+	forker := container("forker", "sh", "-c", "sleep 4242 & echo started")
+	forker.Linux.SecurityContext.NamespaceOptions = shared
+	e.waitState(e.start(sb, forker), runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	if pids := processesRunning("sleep\x004242\x00"); len(pids) > 0 {
+		t.Errorf("the processes %v a container left outlive it", pids)
 	}
 
 	e.rt.mu.Lock()
 	podInit := *e.rt.sandboxes[sb].PodInit
 	e.rt.mu.Unlock()
+	// A dead init leaves a sandbox the kubelet must replace.
+	syscall.Kill(podInit.PID, syscall.SIGKILL)
+	eventuallyState := func(want runtimeapi.PodSandboxState) {
+		deadline := time.Now().Add(5 * time.Second)
+		for e.sandboxState(sb) != want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := e.sandboxState(sb); got != want {
+			t.Errorf("sandbox %s after its init died, want %s", got, want)
+		}
+	}
+	eventuallyState(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)
 	if _, err := e.rt.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +152,29 @@ func TestAPodSharesOnePIDNamespace(t *testing.T) {
 	if err == nil {
 		t.Error("a container was created in a stopped sandbox")
 	}
+}
+
+// processesRunning returns the host's processes whose command line is
+// cmdline, with its NUL separators.
+func processesRunning(cmdline string) []int {
+	var out []int
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if raw, err := os.ReadFile(p); err == nil && string(raw) == cmdline {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func (e *testEnv) sandboxState(id string) runtimeapi.PodSandboxState {
+	e.t.Helper()
+	resp, err := e.rt.PodSandboxStatus(e.ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.Status.State
 }
 
 func containsLine(lines []string, s string) bool {

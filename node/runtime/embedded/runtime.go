@@ -156,6 +156,18 @@ func (r *Runtime) path(elem ...string) string {
 func (r *Runtime) sandboxDir(id string) string   { return r.path("sandboxes", id) }
 func (r *Runtime) containerDir(id string) string { return r.path("containers", id) }
 
+// dropSandbox removes a sandbox without a record, as an agent that
+// crashed while making it leaves one: its namespaces and /dev/shm are
+// where RunPodSandbox makes them.
+func (r *Runtime) dropSandbox(id string) {
+	sb := &sandboxRecord{ID: id, NetNS: filepath.Join(r.cfg.NetNSDir, id), IPCNS: filepath.Join(r.cfg.NetNSDir, id+".ipc"),
+		Shm: filepath.Join(r.sandboxDir(id), "shm")}
+	if err := errors.Join(r.teardownIPC(sb), r.teardownNetwork(sb)); err != nil {
+		r.log.Warn("cleaning up a dropped sandbox", "id", id, "err", err)
+	}
+	os.RemoveAll(r.sandboxDir(id))
+}
+
 // load reads the records of the previous run.
 func (r *Runtime) load() error {
 	sandboxes, err := os.ReadDir(r.path("sandboxes"))
@@ -166,7 +178,7 @@ func (r *Runtime) load() error {
 		rec := &sandboxRecord{}
 		if err := helper.ReadJSON(filepath.Join(r.sandboxDir(e.Name()), "sandbox.json"), rec); err != nil {
 			r.log.Warn("dropping an unreadable sandbox", "id", e.Name(), "err", err)
-			os.RemoveAll(r.sandboxDir(e.Name()))
+			r.dropSandbox(e.Name())
 			continue
 		}
 		// After a reboot the namespace mount is gone: the sandbox cannot

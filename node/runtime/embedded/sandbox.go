@@ -117,11 +117,20 @@ func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConf
 		return err
 	}
 	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD {
-		p, err := helper.StartPodInit(r.cfg.HelperBinary, filepath.Join(r.sandboxDir(sb.ID), "pod-init.log"))
+		root := filepath.Join(r.sandboxDir(sb.ID), "pod-init-root")
+		if err := os.Mkdir(root, 0o555); err != nil {
+			return fmt.Errorf("embedded: %w", err)
+		}
+		p, err := helper.StartPodInit(r.cfg.HelperBinary, root, filepath.Join(r.sandboxDir(sb.ID), "pod-init.log"))
 		if err != nil {
 			return err
 		}
 		sb.PodInit = &p
+		// Recorded at once: a process outlives an agent that would
+		// crash before the end of the setup.
+		if err := r.saveSandbox(sb); err != nil {
+			return err
+		}
 	}
 	sb.Ready = true
 	return r.saveSandbox(sb)
@@ -333,8 +342,11 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 	return &runtimeapi.PodSandboxStatusResponse{Status: st}, nil
 }
 
+// sandboxState is READY while the sandbox runs, and for a pod sharing its
+// PID namespace, while the namespace's init lives: without it no process
+// can join the namespace, and the kubelet must make a new sandbox.
 func sandboxState(sb *sandboxRecord) runtimeapi.PodSandboxState {
-	if sb.Ready {
+	if sb.Ready && (sb.PodInit == nil || helper.Alive(sb.PodInit.PID, sb.PodInit.Start)) {
 		return runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY

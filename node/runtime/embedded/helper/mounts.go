@@ -95,6 +95,12 @@ func mountDev(root string, sp *Spec) error {
 		if err := unix.Mount("/dev", dev, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("mounting the host's /dev: %w", err)
 		}
+		// Still the pod's /dev/shm, shared with its other containers.
+		if sp.Shm != "" {
+			if err := unix.Mount(sp.Shm, filepath.Join(dev, "shm"), "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("mounting /dev/shm: %w", err)
+			}
+		}
 		return nil
 	}
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k"); err != nil {

@@ -35,6 +35,10 @@ var resetSignals []syscall.Signal
 // namespace, asynchronously).
 const copyDrain = 2 * time.Second
 
+// leftoverKillWait bounds how long the shim waits for the processes a
+// container left in a shared PID namespace to die of SIGKILL.
+const leftoverKillWait = 5 * time.Second
+
 // runShim is the main of the shim process: `__container-shim DIR`, with
 // the report pipe as fd 3 and stdout/stderr going to DIR/shim.log (see
 // StartShim).
@@ -163,6 +167,13 @@ func (s *shim) run() error {
 	}
 
 	code := proc.wait()
+	if sp.PIDNamespaceOf != nil || sp.HostPID {
+		// The kernel ends the rest of a PID namespace with its first
+		// process; in a shared one, what the command left would run on.
+		if err := sp.Cgroups.KillAll(leftoverKillWait); err != nil {
+			fmt.Fprintln(os.Stderr, "shim:", err)
+		}
+	}
 	drained := make(chan struct{})
 	go func() { copying.Wait(); close(drained) }()
 	select {
