@@ -29,7 +29,8 @@
 //
 //	sandboxes/<id>/sandbox.json   the CRI config, netns, IP and state
 //	sandboxes/<id>/{hosts,hostname,resolv.conf}
-//	sandboxes/<id>/pod-init.log   the shared PID namespace's init, if any
+//	sandboxes/<id>/pod-init.log   the shared PID namespace's init, if any,
+//	sandboxes/<id>/pod-init-root  and the empty root it is confined to
 //	sandboxes/<id>/shm            the tmpfs the containers share as /dev/shm
 //	containers/<id>/container.json the CRI config and image
 //	containers/<id>/spec.json     what the shim needs to build the container
