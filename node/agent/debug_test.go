@@ -3,8 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/remotecommand"
 )
 
 // checkDebug does what `kubectl debug -it POD --image=busybox
@@ -50,30 +46,9 @@ func checkDebug(t *testing.T, n *testNode) {
 	}
 	n.waitPod(t, "debugged", 60*time.Second, "running its debugger", debugRunning)
 
-	u := n.client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("debugged").SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{Container: "debugger", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
-	e := kubectlExecutor(t, n.cluster.AdminConfig(0), u)
-	stdin, typing := io.Pipe()
-	defer typing.Close()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: true})
-	}()
-	eventually(t, 20*time.Second, "the debugger's shell sees the target's process", func() bool {
-		fmt.Fprintf(typing, "echo \"pid1=$(tr '\\0' ' ' < /proc/1/cmdline)\"\n")
-		time.Sleep(200 * time.Millisecond)
-		return strings.Contains(out.String(), "pid1=sleep 3600")
-	}, func() any { return out.String() })
-	fmt.Fprintf(typing, "echo bye-$((6*7)); exit 0\n")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("the session ended with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the session did not end with the shell; output %q", out.String())
-	}
+	s := attachTTY(t, n, "debugged", "debugger")
+	s.until("the debugger's shell sees the target's process", `echo "pid1=$(tr '\0' ' ' < /proc/1/cmdline)"`, "pid1=sleep 3600")
+	s.exit("echo bye-$((6*7)); exit 0")
 
 	ended := func(p *corev1.Pod) bool {
 		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil

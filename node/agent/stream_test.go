@@ -191,42 +191,68 @@ func checkStreams(t *testing.T, n *testNode, hangupKills bool) {
 // commands run and their output comes back, and the shell's exit ends
 // the session.
 func checkAttach(t *testing.T, n *testNode) {
-	ctx := context.Background()
 	p := n.pod("console", corev1.Container{Name: "sh", Image: testimage.BusyboxRef, Command: []string{"sh"}, Stdin: true, StdinOnce: true, TTY: true})
 	p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	n.create(t, p)
 	n.waitPod(t, "console", 60*time.Second, "running", running)
-	cfg := n.cluster.AdminConfig(0)
-	u := n.client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("console").SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{Container: "sh", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
-	e := kubectlExecutor(t, cfg, u)
-	stdin, typing := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: true})
-	}()
-	// The shell may not have printed its prompt yet: type until it answers.
-	eventually(t, 20*time.Second, "the attached shell answers", func() bool {
-		fmt.Fprintf(typing, "echo hello-$((6*7))\n")
-		time.Sleep(200 * time.Millisecond)
-		return strings.Contains(out.String(), "hello-42")
-	}, func() any { return out.String() })
-	fmt.Fprintf(typing, "exit 3\n")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("the session ended with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the session did not end with the shell; output %q", out.String())
-	}
-	typing.Close()
+	s := attachTTY(t, n, "console", "sh")
+	s.until("the attached shell answers", "echo hello-$((6*7))", "hello-42")
+	s.exit("exit 3")
 	got := n.waitPod(t, "console", 30*time.Second, "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
 	if st := got.Status.ContainerStatuses[0].State.Terminated; st == nil || st.ExitCode != 3 {
 		t.Errorf("the shell's state %+v, want exit code 3", got.Status.ContainerStatuses[0].State)
 	}
 	n.delete(t, "console", 0)
+}
+
+// ttySession is a shell attached on a terminal through pods/attach, as
+// `kubectl attach -it` and `kubectl debug -it` attach.
+type ttySession struct {
+	t      *testing.T
+	typing *io.PipeWriter
+	out    *syncBuffer
+	done   chan error
+}
+
+// attachTTY attaches to the shell of container in pod, a pod of n.
+func attachTTY(t *testing.T, n *testNode, pod, container string) *ttySession {
+	t.Helper()
+	u := n.client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name(pod).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
+	e := kubectlExecutor(t, n.cluster.AdminConfig(0), u)
+	stdin, typing := io.Pipe()
+	s := &ttySession{t: t, typing: typing, out: &syncBuffer{}, done: make(chan error, 1)}
+	t.Cleanup(func() { typing.Close() })
+	go func() {
+		s.done <- e.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: stdin, Stdout: s.out, Tty: true})
+	}()
+	return s
+}
+
+// until types line until the output holds want: the shell may not have
+// printed its prompt yet.
+func (s *ttySession) until(what, line, want string) {
+	s.t.Helper()
+	eventually(s.t, 20*time.Second, what, func() bool {
+		fmt.Fprintln(s.typing, line)
+		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(s.out.String(), want)
+	}, func() any { return s.out.String() })
+}
+
+// exit types line, which ends the shell, and waits for the session to
+// end with it.
+func (s *ttySession) exit(line string) {
+	s.t.Helper()
+	fmt.Fprintln(s.typing, line)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("the session ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("the session did not end with the shell; output %q", s.out.String())
+	}
 }
 
 // blockingReader is a stdin nobody types in, until ctx ends.
