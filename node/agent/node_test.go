@@ -417,6 +417,24 @@ func TestNode(t *testing.T) {
 		n.delete(t, "untuned", 0)
 	})
 
+	t.Run("a pod bound past the node's resources or selector is rejected, not run", func(t *testing.T) {
+		big := n.pod("toobig", corev1.Container{Name: "app", Command: []string{"sleep", "3600"},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}}})
+		elsewhere := n.pod("elsewhere", corev1.Container{Name: "app", Command: []string{"sleep", "3600"}})
+		elsewhere.Spec.NodeSelector = map[string]string{"example.com/pool": "other"}
+		for _, c := range []struct {
+			pod    *corev1.Pod
+			reason string
+		}{{big, "OutOfcpu"}, {elsewhere, "NodeAffinity"}} {
+			n.create(t, c.pod)
+			got := n.waitPod(t, c.pod.Name, 30*time.Second, "rejected", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+			if got.Status.Reason != c.reason || !strings.HasPrefix(got.Status.Message, "Pod was rejected: ") || len(got.Status.ContainerStatuses) != 0 {
+				t.Errorf("%s: status %+v, want it rejected with %s before any container ran", c.pod.Name, got.Status, c.reason)
+			}
+			n.delete(t, c.pod.Name, 0)
+		}
+	})
+
 	t.Run("a chatty container's log is rotated and still followed", func(t *testing.T) {
 		created := n.create(t, n.pod("chatty", corev1.Container{Name: "app",
 			Command: sh(`i=0; while true; do seq 1 300 | sed "s/^/burst $i line /"; i=$((i+1)); sleep 0.2; done`)}))

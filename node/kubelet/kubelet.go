@@ -218,8 +218,11 @@ type Kubelet struct {
 	// Set once Run has started.
 	runtimeName, runtimeVersion string
 	podLister                   corelisters.PodLister
-	nodeLister                  corelisters.NodeLister
-	serviceLister               corelisters.ServiceLister
+	// admitMu orders admission decisions (see admit).
+	admitMu       sync.Mutex
+	admission     admitter
+	nodeLister    corelisters.NodeLister
+	serviceLister corelisters.ServiceLister
 
 	nodeStatusKick chan struct{}
 	networkKick    chan struct{}

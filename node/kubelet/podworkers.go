@@ -43,6 +43,8 @@ type podWorker struct {
 	mountFailures int
 	mountAt       time.Time
 	adopted       bool
+	// admitted is set once the node took the pod (see admit).
+	admitted bool
 }
 
 func (w *podWorker) snapshot() (*corev1.Pod, bool, int) {

@@ -57,12 +57,13 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, requeue
 		k.log.Warn("reading the pod's runtime state failed", "pod", podDesc(pod), "err", err)
 		return false, 0
 	}
-	if len(rs.Sandboxes) == 0 && len(rs.Instances) == 0 {
-		// Not started on this node yet: admit it first.
-		if msg, bad := forbiddenSysctl(pod, k.cfg.AllowedUnsafeSysctls); bad {
-			return k.rejectPod(ctx, w, pod, reasonSysctlForbidden, msg)
+	if !w.admitted && len(rs.Sandboxes) == 0 && len(rs.Instances) == 0 {
+		// Not started on this node yet: admit it first, once.
+		if reason, msg, ok := k.admit(pod); !ok {
+			return k.rejectPod(ctx, w, pod, reason, msg)
 		}
 	}
+	w.admitted = true
 	if !w.adopted {
 		w.adopted = true
 		if n := len(rs.running()); n > 0 {
