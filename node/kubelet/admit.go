@@ -53,10 +53,20 @@ func (k *Kubelet) admit(pod *corev1.Pod) (reason, msg string, ok bool) {
 	defer k.admitMu.Unlock()
 	pods, _ := k.podLister.List(labels.Everything())
 	var before []*framework.PodInfo
+	pending := map[types.UID]bool{}
 	for _, p := range pods {
-		if p.UID != pod.UID && p.Spec.NodeName == k.cfg.NodeName && !k.admission.rejected[p.UID] &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && createdBefore(p, pod) {
+		ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !ended {
+			pending[p.UID] = true
+		}
+		if p.UID != pod.UID && p.Spec.NodeName == k.cfg.NodeName && !k.admission.rejected[p.UID] && !ended && createdBefore(p, pod) {
 			before = append(before, framework.NewPodInfo(p))
+		}
+	}
+	// Forget the rejections the cache shows, Failed or gone.
+	for uid := range k.admission.rejected {
+		if !pending[uid] {
+			delete(k.admission.rejected, uid)
 		}
 	}
 	info := framework.NewNodeInfo(node, before...)
