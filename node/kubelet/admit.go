@@ -20,6 +20,7 @@ import (
 const (
 	reasonNodeAffinity = "NodeAffinity"
 	reasonNodePorts    = "NodePorts"
+	reasonTaint        = "TaintToleration"
 	reasonOutOfPods    = "OutOfpods"
 )
 
@@ -36,8 +37,8 @@ type admitter struct {
 }
 
 // admit decides whether the node takes pod, which it has not started:
-// its sysctls, the node's selector and affinity, its host ports and the
-// resources left. It returns the reason and message of a rejection.
+// its sysctls, the node's selector and affinity, NoExecute taints, its
+// host ports and the resources left. It returns the reason and message of a rejection.
 func (k *Kubelet) admit(pod *corev1.Pod) (reason, msg string, ok bool) {
 	if m, bad := forbiddenSysctl(pod, k.cfg.AllowedUnsafeSysctls); bad {
 		return reasonSysctlForbidden, m, false
@@ -87,6 +88,13 @@ func fits(pi *framework.PodInfo, node *framework.NodeInfo) (reason, msg string, 
 	ctx := context.Background()
 	if st := (nodeaffinity.NodeAffinity{}).Filter(ctx, nil, pi, node); st != nil {
 		return reasonNodeAffinity, "Predicate NodeAffinity failed: " + strings.Join(st.Reasons(), ", "), false
+	}
+	// Of the taints, only NoExecute ones: the others keep the
+	// scheduler from placing pods, not a node from running them.
+	for _, t := range node.Taints() {
+		if t.Effect == corev1.TaintEffectNoExecute && !framework.Tolerates(pi.Pod.Spec.Tolerations, &t) {
+			return reasonTaint, fmt.Sprintf("Predicate TaintToleration failed: node(s) had untolerated taint {%s: %s}", t.Key, t.Value), false
+		}
 	}
 	if st := (nodeports.NodePorts{}).Filter(ctx, nil, pi, node); st != nil {
 		return reasonNodePorts, "Predicate NodePorts failed: " + strings.Join(st.Reasons(), ", "), false

@@ -36,6 +36,8 @@ func TestAdmissionFitsPodsAsTheKubeletDoes(t *testing.T) {
 		name     string
 		pod      *corev1.Pod
 		existing []*corev1.Pod
+		taint    corev1.TaintEffect
+		tolerate bool
 		reason   string
 		msg      string
 	}{
@@ -50,12 +52,23 @@ func TestAdmissionFitsPodsAsTheKubeletDoes(t *testing.T) {
 		{name: "host port taken", pod: withPort("p", 8080), existing: []*corev1.Pod{withPort("e", 8080)}, reason: "NodePorts",
 			msg: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
 		{name: "another host port", pod: withPort("p", 8081), existing: []*corev1.Pod{withPort("e", 8080)}},
+		{name: "a NoExecute taint", taint: corev1.TaintEffectNoExecute, pod: withCPU("p", "1m"), reason: "TaintToleration",
+			msg: "Predicate TaintToleration failed: node(s) had untolerated taint {drain: now}"},
+		{name: "a tolerated NoExecute taint", taint: corev1.TaintEffectNoExecute, tolerate: true, pod: withCPU("p", "1m")},
+		{name: "a NoSchedule taint", taint: corev1.TaintEffectNoSchedule, pod: withCPU("p", "1m")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var infos []*framework.PodInfo
 			for _, p := range tt.existing {
 				infos = append(infos, framework.NewPodInfo(p))
+			}
+			node := node.DeepCopy()
+			if tt.taint != "" {
+				node.Spec.Taints = []corev1.Taint{{Key: "drain", Value: "now", Effect: tt.taint}}
+			}
+			if tt.tolerate {
+				tt.pod.Spec.Tolerations = []corev1.Toleration{{Key: "drain", Operator: corev1.TolerationOpExists}}
 			}
 			reason, msg, ok := fits(framework.NewPodInfo(tt.pod), framework.NewNodeInfo(node, infos...))
 			if reason != tt.reason || msg != tt.msg || ok != (tt.reason == "") {
