@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"cairn/node/runtime"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -29,9 +31,6 @@ var safeSysctls = []string{
 	"net.ipv4.tcp_wmem",
 }
 
-// ipcSysctlPrefixes are those of the sysctls of an IPC namespace.
-var ipcSysctlPrefixes = []string{"kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."}
-
 // ValidateSysctlPatterns checks --allowed-unsafe-sysctls: names, or
 // prefixes ending in "*", of namespaced sysctls.
 func ValidateSysctlPatterns(patterns []string) error {
@@ -45,11 +44,7 @@ func ValidateSysctlPatterns(patterns []string) error {
 }
 
 func namespacedSysctl(name string) bool {
-	return strings.HasPrefix(name, "net.") || ipcSysctl(name)
-}
-
-func ipcSysctl(name string) bool {
-	return slices.ContainsFunc(ipcSysctlPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	return strings.HasPrefix(name, "net.") || runtime.IPCSysctl(name)
 }
 
 // forbiddenSysctl says why the kubelet must reject pod for its sysctls,
@@ -72,7 +67,7 @@ func forbiddenSysctl(pod *corev1.Pod, allowed []string) (string, bool) {
 			return fmt.Sprintf("forbidden sysctl: %q not allowlisted", s.Name), true
 		case strings.HasPrefix(s.Name, "net.") && pod.Spec.HostNetwork:
 			return fmt.Sprintf("forbidden sysctl: %q not allowed with host net enabled", s.Name), true
-		case ipcSysctl(s.Name) && pod.Spec.HostIPC:
+		case runtime.IPCSysctl(s.Name) && pod.Spec.HostIPC:
 			return fmt.Sprintf("forbidden sysctl: %q not allowed with host ipc enabled", s.Name), true
 		}
 	}

@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"io"
+	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -102,4 +103,16 @@ type ImageService interface {
 	ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error)
 	PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error)
 	RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error)
+}
+
+// IPCSysctl reports whether a sysctl belongs to an IPC namespace (as
+// net.* ones belong to a network namespace): a pod's own, unless it
+// uses the host's.
+func IPCSysctl(name string) bool {
+	for _, p := range []string{"kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"cairn/internal/nsthread"
 	"cairn/node/network"
+	cairnruntime "cairn/node/runtime"
 	"cairn/node/runtime/embedded/helper"
 
 	"golang.org/x/sys/unix"
@@ -136,9 +136,6 @@ func (r *Runtime) setupSandbox(sb *sandboxRecord, cfg *runtimeapi.PodSandboxConf
 	return r.saveSandbox(sb)
 }
 
-// ipcSysctls are the prefixes of the sysctls of an IPC namespace.
-var ipcSysctls = []string{"kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."}
-
 // applySysctls sets the pod's namespaced sysctls: the network ones in
 // its network namespace, the IPC ones in its IPC namespace. Others are
 // the host's, which a pod may not set.
@@ -147,7 +144,7 @@ func applySysctls(sb *sandboxRecord, sysctls map[string]string) error {
 		kind, ns := nsthread.Net, sb.NetNS
 		if !strings.HasPrefix(k, "net.") {
 			kind, ns = nsthread.IPC, sb.IPCNS
-			if !slices.ContainsFunc(ipcSysctls, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			if !cairnruntime.IPCSysctl(k) {
 				return fmt.Errorf("embedded: sysctl %s is not namespaced: only net.*, kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.* can be set for a pod", k)
 			}
 		}
