@@ -15,13 +15,22 @@ TEST_FLAGS ?= -timeout 25m
 
 all: build
 
-# cairn-shim and cairn-demo are static: they start for every container
-# (shim, init) and as the demo image's program, without a dynamic
-# loader's start-up.
-build:
+# cairn-shim, cairn-helper and cairn-demo are static: they start for every
+# container (shim), exec and shared PID namespace (helper) and as the demo
+# image's program, without a dynamic loader's start-up. The shim is C
+# (node/runtime/embedded/shim; shimtest.CFlags builds it alike for tests).
+CC        ?= cc
+SHIM_SRC  := $(wildcard node/runtime/embedded/shim/*.c)
+SHIM_CFLAGS := -O2 -static -Wall -Wextra -Werror
+
+build: $(dir $(BIN))cairn-shim
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cairn
-	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-shim ./cmd/cairn-shim
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-helper ./cmd/cairn-helper
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))cairn-demo ./cmd/cairn-demo
+
+$(dir $(BIN))cairn-shim: $(SHIM_SRC) $(wildcard node/runtime/embedded/shim/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC)
 
 vet:
 	$(GO) vet ./...

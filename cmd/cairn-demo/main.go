@@ -2,8 +2,8 @@
 // demo HTTP server (`__demo-http serve`) and its client (`__demo-http
 // get`), as `cairn __demo-http` is. It is a small static binary of its
 // own, so that a hundred demo pods do not each pay the start-up of cairn,
-// and so that cairn-shim, which every container start runs twice, does
-// not link net/http.
+// and so that cairn-helper, which every exec runs, does not link
+// net/http.
 package main
 
 import (

@@ -80,6 +80,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if cfg == nil || cfg.GetMetadata() == nil || cfg.GetImage().GetImage() == "" {
 		return nil, errors.New("embedded: CreateContainer needs a config with metadata and an image")
 	}
+	if r.cfg.ShimBinary == "" {
+		return nil, fmt.Errorf("embedded: %w", errNoShim)
+	}
 	id := newID()
 	dir := r.containerDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -20,6 +20,7 @@ import (
 	"cairn/node/network"
 	"cairn/node/runtime/embedded/cgroups"
 	"cairn/node/runtime/embedded/helper"
+	"cairn/node/runtime/embedded/shimtest"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -69,9 +70,10 @@ func newTestEnv(t *testing.T) *testEnv {
 		CgroupRoot: "/cairn-test-" + hex.EncodeToString(b[:]),
 		Images:     store,
 		Logger:     slog.New(slog.DiscardHandler),
-		// The test binary itself, through TestMain: an installed
-		// cairn-shim may belong to another version.
+		// The test binary itself, through TestMain, and the shim of
+		// these sources: installed ones may belong to another version.
 		HelperBinary: helper.SelfExe,
+		ShimBinary:   shimtest.Binary(t),
 	}
 	e.nodeNS = filepath.Join(dir, "node-netns")
 	if err := network.NewNetNS(e.nodeNS); err != nil {

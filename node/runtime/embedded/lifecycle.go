@@ -43,7 +43,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		ctx, cancel = context.WithTimeout(ctx, shimStartTimeout)
 		defer cancel()
 	}
-	pid, err := helper.StartShim(ctx, r.cfg.HelperBinary, dir)
+	pid, err := helper.StartShim(ctx, r.cfg.ShimBinary, dir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: starting container %s: %w", c.ID, err)
 	}

@@ -60,11 +60,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of creation times; time.Now if nil.
 	Now func() time.Time
-	// HelperBinary is the binary run as container shim and exec helper:
-	// by default HelperName next to the running executable, else the
+	// HelperBinary is the binary run as exec helper and pod init: by
+	// default HelperName next to the running executable, else the
 	// running executable itself (which must then call MaybeRunInit first
 	// thing).
 	HelperBinary string
+	// ShimBinary is the container shim: by default ShimName next to the
+	// running executable. Without it, containers cannot be created.
+	ShimBinary string
 }
 
 // Runtime is the embedded container runtime.
@@ -98,6 +101,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.HelperBinary == "" {
 		cfg.HelperBinary = findHelper()
+	}
+	if cfg.ShimBinary == "" {
+		cfg.ShimBinary = besideExecutable(ShimName)
 	}
 	if cfg.NetNSDir == "" {
 		node := cfg.NodeName
@@ -215,7 +221,7 @@ func (r *Runtime) load() error {
 			return err
 		}
 	}
-	r.log.Info("embedded runtime started", "sandboxes", len(r.sandboxes), "containers", len(r.containers), "overlay", r.overlay, "helper", r.cfg.HelperBinary)
+	r.log.Info("embedded runtime started", "sandboxes", len(r.sandboxes), "containers", len(r.containers), "overlay", r.overlay, "helper", r.cfg.HelperBinary, "shim", r.cfg.ShimBinary)
 	return nil
 }
 

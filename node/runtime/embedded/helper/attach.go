@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +47,10 @@ import (
 // closes its connection without a FrameExit, rather than block the
 // container and its log or buffer without bound.
 const AttachSocket = "attach.sock"
+
+// EOT is ^D, which a terminal in canonical mode turns into an end of
+// file for the process reading it: the end of a terminal's input.
+const EOT = 0x04
 
 // FrameKind is the first byte of an attach frame.
 type FrameKind byte
@@ -255,33 +258,6 @@ func dialInDir(ctx context.Context, dir, name string) (net.Conn, error) {
 		return err
 	})
 	return conn, err
-}
-
-// listenInDir listens on a new unix socket name in dir, of mode 0600,
-// replacing any file of that name. The caller removes it.
-func listenInDir(dir, name string) (*net.UnixListener, error) {
-	full := filepath.Join(dir, name)
-	if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	var ln *net.UnixListener
-	err := inDir(dir, name, func(path string) error {
-		addr := &net.UnixAddr{Name: path, Net: "unix"}
-		var err error
-		ln, err = net.ListenUnix("unix", addr)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	// The name through the descriptor is gone once it is closed.
-	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(full, 0o600); err != nil {
-		ln.Close()
-		os.Remove(full)
-		return nil, err
-	}
-	return ln, nil
 }
 
 // inDir calls fn with a short path of name in dir, valid during the

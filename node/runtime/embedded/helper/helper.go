@@ -5,8 +5,9 @@ import (
 	"os"
 )
 
-// Hidden first arguments that turn a binary calling MaybeRun into one of
-// the runtime's helper processes.
+// Hidden first arguments of the runtime's helper processes: shimCommand
+// runs the container shim (the C program of node/runtime/embedded/shim),
+// execCommand the exec helper of a binary calling MaybeRun.
 const (
 	shimCommand = "__container-shim"
 	execCommand = "__container-exec"
@@ -16,18 +17,16 @@ const (
 // deleted since it started: the fallback helper binary of the agent.
 const SelfExe = "/proc/self/exe"
 
-// Env returns the environment of the runtime's helpers, the shim and
-// the exec helper: nothing but one P for the Go scheduler. A Go process
-// sizing itself to the machine reads its cgroup CPU limits and starts
-// a thread per CPU; a second P made every pod start about two
-// milliseconds of CPU dearer. The shim's attach writers need no P of
-// their own: a goroutine woken by the output copy runs next on the
-// same P. Commands in the container never see it: they get the spec's
-// environment.
+// Env returns the environment of the runtime's helpers: nothing but one
+// P for the Go scheduler of the exec helper and the pod init. A Go
+// process sizing itself to the machine reads its cgroup CPU limits and
+// starts a thread per CPU, which these helpers have no use for. The C
+// shim ignores it. Commands in the container never see it: they get the
+// spec's environment.
 func Env() []string { return []string{"GOMAXPROCS=1"} }
 
-// MaybeRun turns the process into a container shim or exec helper
-// when it was started as one, and never returns then. Otherwise it
+// MaybeRun turns the process into an exec helper or pod init when it
+// was started as one, and never returns then. Otherwise it
 // returns at once. The main of any binary the runtime may run as its
 // helper calls it first thing.
 func MaybeRun() {
@@ -36,8 +35,6 @@ func MaybeRun() {
 	}
 	var code int
 	switch os.Args[1] {
-	case shimCommand:
-		code = runShim(os.Args[2:])
 	case execCommand:
 		code = runExec(os.Args[2:])
 	case podInitCommand:

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cairn/node/runtime/embedded/shimtest"
 )
 
 func TestMain(m *testing.M) {
@@ -17,10 +19,11 @@ func TestMain(m *testing.M) {
 }
 
 func TestShimRecordsAndReportsAFailedStart(t *testing.T) {
+	shim := shimtest.Binary(t)
 	dir := t.TempDir() // no spec.json: the shim cannot start anything
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := StartShim(ctx, SelfExe, dir)
+	_, err := StartShim(ctx, shim, dir)
 	if err == nil || !strings.Contains(err.Error(), "spec.json") {
 		t.Fatalf("StartShim without a spec: %v, want an error naming spec.json", err)
 	}
@@ -45,13 +48,17 @@ func TestShimRecordsAndReportsAFailedStart(t *testing.T) {
 }
 
 func TestHelpersRefuseUnexpectedArguments(t *testing.T) {
-	for _, args := range [][]string{
-		{shimCommand},
-		{shimCommand, "a", "b"},
-		{execCommand, "dir", "cmd"},
+	shim := shimtest.Binary(t)
+	for _, tc := range []struct {
+		binary string
+		args   []string
+	}{
+		{shim, []string{shimCommand}},
+		{shim, []string{shimCommand, "a", "b"}},
+		{SelfExe, []string{execCommand, "dir", "cmd"}},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			cmd := exec.Command(SelfExe, args...)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := exec.Command(tc.binary, tc.args...)
 			out, err := cmd.CombinedOutput()
 			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "unexpected arguments") {
 				t.Errorf("exit %v, output %q; want status 2 and a usage message", err, out)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 )
 
 // ProcStartTime returns a process's start time in clock ticks since boot
@@ -49,15 +48,10 @@ func ExitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return 255
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
-		return waitStatusCode(ws)
-	}
-	return ps.ExitCode()
-}
-
-// waitStatusCode is ExitCode for a status from wait4.
-func waitStatusCode(ws syscall.WaitStatus) int {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
 	switch {
+	case !ok:
+		return ps.ExitCode()
 	case ws.Signaled():
 		return 128 + int(ws.Signal())
 	case ws.Exited():
@@ -65,51 +59,3 @@ func waitStatusCode(ws syscall.WaitStatus) int {
 	}
 	return 255
 }
-
-// child is the shim's own child process, the container's first. The
-// shim waits for it with wait4 rather than through os.Process, whose
-// first use probes for pidfd support by forking a process: a fork and a
-// cleanup registration saved on every container start.
-type child int
-
-// kill sends the child SIGKILL.
-func (c child) kill() { syscall.Kill(int(c), syscall.SIGKILL) }
-
-// wait reaps the child and returns its exit status as ExitCode does.
-func (c child) wait() int {
-	for {
-		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(int(c), &ws, 0, nil)
-		switch err {
-		case nil:
-			return waitStatusCode(ws)
-		case syscall.EINTR:
-			continue
-		}
-		return 255
-	}
-}
-
-// ignoredSignals returns the signals the calling process ignores, as
-// the kernel has them: an rt_sigaction query per signal costs far less
-// than /proc/self/status, whose text the kernel builds from every part
-// of the process.
-func ignoredSignals() ([]syscall.Signal, error) {
-	var sigs []syscall.Signal
-	for sig := syscall.Signal(1); sig <= 64; sig++ {
-		// The kernel's struct sigaction starts with the handler on
-		// every architecture; 32 bytes hold the whole of it.
-		var old [4]uint64
-		_, _, errno := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old[0])), 8, 0, 0)
-		if errno != 0 {
-			return nil, fmt.Errorf("helper: reading the action of %v: %w", sig, errno)
-		}
-		if old[0] == sigIgn {
-			sigs = append(sigs, sig)
-		}
-	}
-	return sigs, nil
-}
-
-// sigIgn is SIG_IGN, the handler of an ignored signal.
-const sigIgn = 1

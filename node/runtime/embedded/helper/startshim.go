@@ -12,6 +12,13 @@ import (
 	"syscall"
 )
 
+// shimReport is the one message a shim sends the agent, on its fd 3,
+// once the container runs or failed to start.
+type shimReport struct {
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
 // StartShim runs binary as the shim of the container whose state is in
 // dir, in its own session so that it outlives the caller, and waits for
 // its report: it returns the pid of the container's process once its

@@ -13,13 +13,13 @@ import (
 // the agent uses (grpc, protobuf, k8s.io, go-containerregistry, logrus,
 // netlink...) adds package initialisation to every container start.
 func leanPrefixes() []string {
-	return []string{"cairn/cmd/cairn-shim", "cairn/node/runtime/embedded/helper", "cairn/node/runtime/embedded/cgroups", "cairn/internal/rootfs", "cairn/internal/nsthread", "cairn/internal/atomicfile", "golang.org/x/sys/"}
+	return []string{"cairn/cmd/cairn-helper", "cairn/node/runtime/embedded/helper", "cairn/node/runtime/embedded/cgroups", "cairn/internal/rootfs", "cairn/internal/nsthread", "cairn/internal/atomicfile", "golang.org/x/sys/"}
 }
 
-// TestBinaryStaysLean fails when cairn-shim links a package beyond its
-// allowed few, naming the package that imports it, so that the helper
-// every container start runs three times does not grow back into the
-// agent.
+// TestBinaryStaysLean fails when cairn-helper links a package beyond
+// its allowed few, naming the package that imports it, so that the
+// helper every exec and shared PID namespace starts does not grow back
+// into the agent.
 func TestBinaryStaysLean(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -46,7 +46,7 @@ func TestBinaryStaysLean(t *testing.T) {
 		}
 	}
 	if !slices.Contains(pkgs, "cairn/node/runtime/embedded/helper") {
-		t.Fatalf("go list found no helper package among %q: is this the cairn-shim command?", pkgs)
+		t.Fatalf("go list found no helper package among %q: is this the cairn-helper command?", pkgs)
 	}
 	lean := func(p string) bool {
 		return slices.ContainsFunc(leanPrefixes(), func(prefix string) bool { return strings.HasPrefix(p, prefix) })
@@ -67,7 +67,7 @@ func TestBinaryStaysLean(t *testing.T) {
 	}
 	// Of the standard library, the heavy network stacks: their package
 	// initialisation (and CPU feature probes, slow in a VM) would cost
-	// each of a container's two helper starts about half a millisecond.
+	// each helper start about half a millisecond.
 	all := exec.Command(gobin, "list", "-deps", ".")
 	all.Env = list.Env
 	raw, err := all.Output()
@@ -76,11 +76,11 @@ func TestBinaryStaysLean(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(raw)) {
 		if p == "net/http" || p == "crypto/tls" {
-			t.Errorf("cairn-shim links %s, whose initialisation every container start would pay", p)
+			t.Errorf("cairn-helper links %s, whose initialisation every helper start would pay", p)
 		}
 	}
 	if len(extra) > 0 {
-		t.Errorf("cairn-shim links %d packages beyond the standard library and golang.org/x/sys, which every container start would initialise:\n\t%s\nall of them: %s",
+		t.Errorf("cairn-helper links %d packages beyond the standard library and golang.org/x/sys, which every helper start would initialise:\n\t%s\nall of them: %s",
 			len(extra), strings.Join(entries, "\n\t"), strings.Join(extra, " "))
 	}
 }

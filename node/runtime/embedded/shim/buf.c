@@ -1,0 +1,272 @@
+/* Buffers, strings and paths, the few the shim needs of Go's. */
+#include "shim.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void out_of_memory(void)
+{
+	static const char msg[] = "shim: out of memory\n";
+	if (write(2, msg, sizeof msg - 1) < 0) {
+		/* Nothing left to tell it with. */
+	}
+	_exit(1);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		out_of_memory();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		out_of_memory();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xmalloc(n), s, n);
+}
+
+static void buf_reserve(struct buf *b, size_t n)
+{
+	if (n <= b->cap - b->len && b->p)
+		return;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap - b->len < n + 1) {
+		if (cap > SIZE_MAX / 2)
+			out_of_memory();
+		cap *= 2;
+	}
+	b->p = xrealloc(b->p, cap);
+	b->cap = cap;
+}
+
+void buf_add(struct buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+void buf_str(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+static void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	if (n < 0)
+		out_of_memory();
+	buf_reserve(b, (size_t)n + 1);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, again);
+	va_end(again);
+	b->len += (size_t)n;
+}
+
+void buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+char *buf_cstr(struct buf *b)
+{
+	buf_reserve(b, 1);
+	b->p[b->len] = 0;
+	return b->p;
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+	memmove(b->p, b->p + n, b->len - n);
+	b->len -= n;
+}
+
+char *errf(const char *fmt, ...)
+{
+	struct buf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return buf_cstr(&b);
+}
+
+/* lowered returns a copy of s with its first letter in lower case, as Go
+ * words the messages of the C library. */
+static char *lowered(const char *s)
+{
+	char *c = xstrdup(s);
+	c[0] = (char)tolower((unsigned char)c[0]);
+	return c;
+}
+
+const char *estr(int e)
+{
+	/* Made once per errno: the shim reports a handful at most. */
+	static char *cache[256];
+	const char *desc = strerrordesc_np(e);
+	if (e < 0 || e >= 256 || !desc)
+		return "unknown error";
+	if (!cache[e])
+		cache[e] = lowered(desc);
+	return cache[e];
+}
+
+const char *sigstr(int sig)
+{
+	static char *cache[65];
+	if (sig < 1 || sig > 64)
+		return "unknown signal";
+	if (!cache[sig]) {
+		const char *desc = sigdescr_np(sig);
+		cache[sig] = desc && sig < SIGRTMIN ? lowered(desc) : errf("signal %d", sig);
+	}
+	return cache[sig];
+}
+
+/* path_clean is Go's path.Clean. */
+char *path_clean(const char *p)
+{
+	size_t n = strlen(p);
+	if (n == 0)
+		return xstrdup(".");
+	int rooted = p[0] == '/';
+	char *out = xmalloc(n + 2);
+	size_t w = 0, r = 0, dotdot = 0;
+	if (rooted) {
+		out[w++] = '/';
+		r = dotdot = 1;
+	}
+	while (r < n) {
+		if (p[r] == '/') {
+			r++;
+		} else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
+			r++;
+		} else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
+			r += 2;
+			if (w > dotdot) {
+				w--;
+				while (w > dotdot && out[w] != '/')
+					w--;
+			} else if (!rooted) {
+				if (w > 0)
+					out[w++] = '/';
+				out[w++] = '.';
+				out[w++] = '.';
+				dotdot = w;
+			}
+		} else {
+			if ((rooted && w != 1) || (!rooted && w != 0))
+				out[w++] = '/';
+			for (; r < n && p[r] != '/'; r++)
+				out[w++] = p[r];
+		}
+	}
+	if (w == 0)
+		out[w++] = '.';
+	out[w] = 0;
+	return out;
+}
+
+/* path_join is Go's filepath.Join of two elements. */
+char *path_join(const char *a, const char *b)
+{
+	if (!*a)
+		return path_clean(b);
+	if (!*b)
+		return path_clean(a);
+	char *both = errf("%s/%s", a, b);
+	char *c = path_clean(both);
+	free(both);
+	return c;
+}
+
+/* path_dir is Go's filepath.Dir. */
+char *path_dir(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	if (!slash)
+		return xstrdup(".");
+	size_t n = (size_t)(slash - p) + 1;
+	char *d = xmalloc(n + 1);
+	memcpy(d, p, n);
+	d[n] = 0;
+	char *c = path_clean(d);
+	free(d);
+	return c;
+}
+
+/* path_base is the last element of a clean absolute path. */
+const char *path_base(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash && slash[1] ? slash + 1 : p;
+}
+
+int has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+char *read_file(const char *path, struct buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf("open %s: %s", path, estr(errno));
+	for (;;) {
+		buf_reserve(out, 4096);
+		ssize_t n = read(fd, out->p + out->len, out->cap - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return errf("read %s: %s", path, estr(e));
+		}
+		if (n == 0)
+			break;
+		out->len += (size_t)n;
+	}
+	close(fd);
+	buf_cstr(out);
+	return NULL;
+}
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
