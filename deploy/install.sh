@@ -113,21 +113,28 @@ else
 	mv -f "$target.new" "$target"
 	echo "installed $prefix/bin/cairn ($version)"
 fi
-# The agent's container helper goes next to cairn, where the agent looks
-# for it; without one the agent runs its own binary instead (slower). A
-# helper left from another version is removed rather than kept.
-shim_src=$(dirname "$bin")/cairn-shim
-shim_target=$destdir$prefix/bin/cairn-shim
-if [ -f "$shim_src" ] && [ -x "$shim_src" ]; then
-	if ! { [ -e "$shim_target" ] && { [ "$shim_src" -ef "$shim_target" ] || cmp -s "$shim_src" "$shim_target"; }; }; then
-		install -m 0755 "$shim_src" "$shim_target.new"
-		mv -f "$shim_target.new" "$shim_target"
-		echo "installed $prefix/bin/cairn-shim"
+# The agent's container shim and helper go next to cairn, where the agent
+# looks for them: without cairn-shim the embedded runtime cannot start
+# containers; without cairn-helper the agent runs its own binary for
+# execs instead (slower). One left from another version is removed
+# rather than kept.
+for name in cairn-shim cairn-helper; do
+	src=$(dirname "$bin")/$name
+	target=$destdir$prefix/bin/$name
+	if [ -f "$src" ] && [ -x "$src" ]; then
+		if ! { [ -e "$target" ] && { [ "$src" -ef "$target" ] || cmp -s "$src" "$target"; }; }; then
+			install -m 0755 "$src" "$target.new"
+			mv -f "$target.new" "$target"
+			echo "installed $prefix/bin/$name"
+		fi
+	else
+		case $name in
+		cairn-shim) echo "warning: no cairn-shim next to $bin (make build makes it): an agent on the embedded runtime cannot start containers" >&2 ;;
+		*) echo "warning: no $name next to $bin: the agent will run execs with cairn itself (slower)" >&2 ;;
+		esac
+		rm -f "$target"
 	fi
-else
-	echo "warning: no cairn-shim next to $bin: the agent will start containers with cairn itself (slower)" >&2
-	rm -f "$shim_target"
-fi
+done
 
 sysdir /etc/systemd/system
 for unit in cairn-server.service cairn-agent.service; do

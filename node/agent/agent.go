@@ -76,6 +76,10 @@ type Config struct {
 	GossipKeyFile   string
 	// CgroupRoot is the cgroup under which pods' cgroups are made.
 	CgroupRoot string
+	// ShimBinary is the embedded runtime's container shim; by default
+	// cairn-shim beside the agent's executable, where `make build` puts
+	// it.
+	ShimBinary string
 	// Proxy is ProxyEBPF or ProxyNone (also when empty; `cairn agent`
 	// defaults to ProxyEBPF). The eBPF proxy attaches
 	// to the cgroup v2 directory BPFCgroup (default the cgroup2 mount

@@ -27,6 +27,7 @@ import (
 	"cairn/node/network"
 	"cairn/node/runtime/cri/critest"
 	"cairn/node/runtime/embedded"
+	"cairn/node/runtime/embedded/shimtest"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,7 +97,7 @@ func embeddedConfig(t testing.TB) agent.Config {
 			t.Fatal(err)
 		}
 	}
-	return agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns}
+	return agent.Config{Runtime: agent.RuntimeEmbedded, DataDir: dataDir, NetNS: netns, ShimBinary: shimtest.Binary(t)}
 }
 
 // containerdConfig prepares an agent on a private containerd, through

@@ -61,19 +61,26 @@ const (
 //
 //	make build && go test ./node/agent -run '^$' -bench PodStartup -benchtime 1x
 //
-// The embedded runtime runs bin/cairn-shim, as an installed agent does.
-// It needs root, and Debian's containerd, runc and CNI plugins for cri.
+// The embedded runtime runs bin/cairn-shim and bin/cairn-helper, as an
+// installed agent does. It needs root, and Debian's containerd, runc and
+// CNI plugins for cri.
 func BenchmarkPodStartup(b *testing.B) {
-	installShim(b)
+	installHelpers(b)
+	// The agent finds the installed shim itself.
+	installed := func(t testing.TB) agent.Config {
+		cfg := embeddedConfig(t)
+		cfg.ShimBinary = ""
+		return cfg
+	}
 	for _, rt := range []struct {
 		name      string
 		config    func(testing.TB) agent.Config
 		scheduled bool
 		rate      float64 // pods created per second; 0: all at once
 	}{
-		{"embedded", embeddedConfig, false, 0},
-		{"embedded-scheduled", embeddedConfig, true, 0},
-		{"embedded-paced", embeddedConfig, true, saturationRate},
+		{"embedded", installed, false, 0},
+		{"embedded-scheduled", installed, true, 0},
+		{"embedded-paced", installed, true, saturationRate},
 		{"cri", containerdConfig, false, 0},
 		{"cri-paced", containerdConfig, true, sloRate},
 	} {
@@ -337,29 +344,30 @@ func storeRevision(b *testing.B, client kubernetes.Interface) int64 {
 	return rv
 }
 
-// installShim puts the cairn-shim of make build beside the test binary,
-// where the embedded runtime looks for it: without it the runtime runs
-// the test binary itself as the shim, whose start-up would be measured
-// instead of the runtime's.
-func installShim(b *testing.B) {
+// installHelpers puts the cairn-shim and cairn-helper of make build
+// beside the test binary, where the embedded runtime looks for them:
+// without the helper the runtime runs the test binary itself as pod
+// init, whose start-up would be measured instead of the runtime's.
+func installHelpers(b *testing.B) {
 	bin := os.Getenv("CAIRN_BIN")
 	if bin == "" {
 		bin = "../../bin/cairn"
-	}
-	src := filepath.Join(filepath.Dir(bin), embedded.HelperName)
-	raw, err := os.ReadFile(src)
-	if err != nil {
-		b.Fatalf("%v: build it with make build", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	dst := filepath.Join(filepath.Dir(self), embedded.HelperName)
-	if err := os.WriteFile(dst, raw, 0o755); err != nil {
-		b.Fatal(err)
+	for _, name := range []string{embedded.ShimName, embedded.HelperName} {
+		raw, err := os.ReadFile(filepath.Join(filepath.Dir(bin), name))
+		if err != nil {
+			b.Fatalf("%v: build it with make build", err)
+		}
+		dst := filepath.Join(filepath.Dir(self), name)
+		if err := os.WriteFile(dst, raw, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.Remove(dst) })
 	}
-	b.Cleanup(func() { os.Remove(dst) })
 }
 
 // busyCPU is the CPU time the machine has spent working. A burst of

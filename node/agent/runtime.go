@@ -53,7 +53,7 @@ func newNodeRuntime(ctx context.Context, cfg *Config, log *slog.Logger) (*nodeRu
 	}
 	rt, err := embedded.New(embedded.Config{
 		StateDir: filepath.Join(cfg.DataDir, "runtime"), NodeName: cfg.NodeName, CgroupRoot: cfg.CgroupRoot,
-		Images: store, Network: podNet, Logger: log.With("component", "runtime"),
+		Images: store, Network: podNet, Logger: log.With("component", "runtime"), ShimBinary: cfg.ShimBinary,
 	})
 	if err != nil {
 		routes.Close()

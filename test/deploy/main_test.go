@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"cairn/node/runtime/embedded/shimtest"
 )
 
 // TestMain builds the cairn binary once when CAIRN_BIN does not name one,
@@ -40,6 +42,11 @@ func runTests(m *testing.M) int {
 	fmt.Fprintln(os.Stderr, "deploy: CAIRN_BIN is not set; building cairn (set CAIRN_BIN=bin/cairn to reuse a built one)")
 	if out, err := exec.Command(goTool, "build", "-ldflags", kubeVersionLDFlags, "-o", bin, "cairn/cmd/cairn").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "deploy: building cairn: %v\n%s", err, out)
+		return 1
+	}
+	// Beside the agent, as make build puts it.
+	if err := shimtest.Install(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "deploy:", err)
 		return 1
 	}
 	// The environment carries the path so that no package variable has to.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"cairn/node/runtime/embedded/shimtest"
 )
 
 // kubeVersionLDFlags match the Makefile's: the embedded kubectl reports
@@ -28,6 +30,10 @@ func cairnBinary(t *testing.T) string {
 	t.Log("CAIRN_BIN is not set; building cairn (set CAIRN_BIN=bin/cairn to reuse a built one)")
 	if out, err := exec.Command(goTool, "build", "-ldflags", kubeVersionLDFlags, "-o", bin, "cairn/cmd/cairn").CombinedOutput(); err != nil {
 		t.Fatalf("building cairn: %v\n%s", err, out)
+	}
+	// Beside the agent, as make build puts it.
+	if err := shimtest.Install(filepath.Dir(bin)); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

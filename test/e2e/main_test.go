@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"cairn/node/runtime/embedded/shimtest"
 )
 
 // TestMain builds the cairn binary once when CAIRN_BIN does not name one,
@@ -33,6 +35,11 @@ func runTests(m *testing.M) int {
 	fmt.Fprintln(os.Stderr, "e2e: CAIRN_BIN is not set; building cairn (set CAIRN_BIN=bin/cairn to reuse a built one)")
 	if out, err := exec.Command(goTool, "build", "-ldflags", kubeVersionLDFlags, "-o", bin, "cairn/cmd/cairn").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: building cairn: %v\n%s", err, out)
+		return 1
+	}
+	// Beside the agent, as make build puts it.
+	if err := shimtest.Install(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	// The environment carries the path so that no package variable has to.

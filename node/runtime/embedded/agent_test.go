@@ -30,6 +30,7 @@ type testAgentConfig struct {
 	ImagesDir  string          `json:"imagesDir"`
 	NodeNS     string          `json:"nodeNS"`
 	NetworkDir string          `json:"networkDir"`
+	ShimBinary string          `json:"shimBinary"`
 	Pod        json.RawMessage `json:"pod"`
 	Container  json.RawMessage `json:"container"`
 }
@@ -43,7 +44,8 @@ func (e *testEnv) runAgentProcess(pod *runtimeapi.PodSandboxConfig, ctr *runtime
 	cfg := testAgentConfig{
 		StateDir: e.cfg.StateDir, NetNSDir: e.cfg.NetNSDir, CgroupRoot: e.cfg.CgroupRoot,
 		ImagesDir: filepath.Join(e.dir, "images"), NodeNS: e.nodeNS, NetworkDir: filepath.Join(e.dir, "network"),
-		Pod: podJSON, Container: ctrJSON,
+		ShimBinary: e.cfg.ShimBinary,
+		Pod:        podJSON, Container: ctrJSON,
 	}
 	path := filepath.Join(e.dir, "agent.json")
 	raw, _ := json.Marshal(cfg)
@@ -80,7 +82,7 @@ func runTestAgent(path string) int {
 	if err != nil {
 		return fail(err)
 	}
-	rt, err := New(Config{StateDir: cfg.StateDir, NetNSDir: cfg.NetNSDir, CgroupRoot: cfg.CgroupRoot, Images: store, Network: n})
+	rt, err := New(Config{StateDir: cfg.StateDir, NetNSDir: cfg.NetNSDir, CgroupRoot: cfg.CgroupRoot, Images: store, Network: n, ShimBinary: cfg.ShimBinary})
 	if err != nil {
 		return fail(err)
 	}

@@ -14,15 +14,19 @@
 // and reaps its orphans) or another container's (an ephemeral
 // container's target).
 //
-// Two helper processes do the work the agent cannot do safely from a
-// multi-threaded Go process: the shim that builds and supervises a
-// container, and the exec helper. They live in the helper
-// subpackage, which the small cairn-shim binary runs; without that
-// binary beside the agent's, the agent's own binary is run again with a
-// hidden first argument, which is why the agent's main (and the
-// TestMain of any test that starts containers) must call MaybeRunInit
-// first thing. This package converts the CRI's objects into the plain
-// helper.Spec they follow, so that the helper binary needs none of the
+// Helper processes do the work the agent cannot do safely from a
+// multi-threaded Go process. The shim that builds and supervises a
+// container, which every container start runs, is a small static C
+// program, cairn-shim (its sources are in the shim directory; make build
+// builds it beside the agent, where Config.ShimBinary defaults to):
+// without it, containers cannot be created. The exec helper and the init
+// of a pod's shared PID namespace live in the helper subpackage, which
+// the small cairn-helper binary runs; without that binary beside the
+// agent's, the agent's own binary is run again with a hidden first
+// argument, which is why the agent's main (and the TestMain of any test
+// that starts containers) must call MaybeRunInit first thing. This
+// package converts the CRI's objects into the plain helper.Spec, which
+// reaches the shim as spec.json, so that neither helper needs the
 // agent's dependencies.
 //
 // On disk, under the state directory:

@@ -45,6 +45,29 @@ func Binary(t testing.TB) string {
 	return built
 }
 
+// Build is Binary for a TestMain: without a C compiler it fails.
+func Build() (string, error) {
+	once.Do(func() { built, errCC, errOut = build() })
+	if errCC != nil {
+		return "", fmt.Errorf("no C compiler to build the container shim with: %w", errCC)
+	}
+	return built, errOut
+}
+
+// Install builds the shim and copies it into dir as cairn-shim, where an
+// agent built into dir finds it.
+func Install(dir string) error {
+	shim, err := Build()
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(shim)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cairn-shim"), raw, 0o755)
+}
+
 // Sources returns the directory of the shim's sources.
 func Sources() string {
 	_, file, _, _ := runtime.Caller(0)
