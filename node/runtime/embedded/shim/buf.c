@@ -43,6 +43,14 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
+char *xstrndup(const char *s, size_t n)
+{
+	char *c = strndup(s, n);
+	if (!c)
+		out_of_memory();
+	return c;
+}
+
 static void buf_reserve(struct buf *b, size_t n)
 {
 	if (n <= b->cap - b->len && b->p)

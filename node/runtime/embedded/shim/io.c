@@ -26,7 +26,7 @@ static int exit_code(int ws)
 	return 255;
 }
 
-static void reap(struct shim *s)
+void reap(struct shim *s)
 {
 	int ws;
 	pid_t rc;
@@ -172,13 +172,13 @@ static void gather(struct shim *s, struct pollset *ps)
 	}
 }
 
-/* alive says whether client c is still in the shim's list: handling one
- * pollfd may drop clients another one names. */
-static int alive(const struct shim *s, const struct client *c)
+/* alive says whether client c, polled on fd, is still in the shim's
+ * list: handling one pollfd may drop clients another one names. */
+static int alive(const struct shim *s, const struct client *c, int fd)
 {
 	for (const struct client *k = s->clients; k; k = k->next)
 		if (k == c)
-			return 1;
+			return c->fd == fd;
 	return 0;
 }
 
@@ -205,9 +205,9 @@ static void dispatch(struct shim *s, const struct pollfd *fd, const struct polle
 		break;
 	case SRC_CLIENT: {
 		struct client *c = of->what;
-		if (alive(s, c) && (fd->revents & POLLOUT))
+		if (alive(s, c, fd->fd) && (fd->revents & POLLOUT))
 			attach_write(s, c);
-		if (alive(s, c) && (fd->revents & (POLLIN | POLLHUP | POLLERR)))
+		if (alive(s, c, fd->fd) && (fd->revents & (POLLIN | POLLHUP | POLLERR)))
 			attach_read(s, c);
 		break;
 	}

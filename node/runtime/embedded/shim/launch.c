@@ -150,9 +150,7 @@ char *look_path(const char *name, const struct strv *env, char **out)
 			path = env->v[i] + 5;
 	for (const char *d = path; *path;) {
 		size_t n = strcspn(d, ":");
-		char *dir = n ? strndup(d, n) : xstrdup(".");
-		if (!dir)
-			dir = xstrdup(".");
+		char *dir = n ? xstrndup(d, n) : xstrdup(".");
 		char *p = path_join(dir, name);
 		free(dir);
 		struct stat st;

@@ -149,6 +149,8 @@ static int flushed(const struct shim *s) { return s->clients == NULL; }
 static int finish(struct shim *s)
 {
 	serve(s, exited, 0);
+	if (!s->exited)
+		reap(s); /* the loop failed: the exit is still the container's */
 	if (s->sp.pidns_pid || s->sp.host_pid) {
 		/* The kernel ends the rest of a PID namespace with its first
 		 * process; in a shared one, what the command left would run. */
@@ -223,7 +225,7 @@ static int run(struct shim *s)
 	s->st.socket_reopen_only = s->listen_fd >= 0;
 	if ((err = state_write(s->dir, &s->st))) {
 		kill(s->pid, SIGKILL);
-		serve(s, exited, 0);
+		reap(s);
 		attach_shutdown(s, s->code);
 		return fail(s, err);
 	}

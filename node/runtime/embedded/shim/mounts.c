@@ -37,9 +37,7 @@ char *resolve_in(const char *root, const char *p, char **out)
 	while (pending.len > 0) {
 		char *s = buf_cstr(&pending);
 		size_t clen = strcspn(s, "/");
-		char *c = strndup(s, clen);
-		if (!c)
-			c = xstrdup(""); /* strndup fails only out of memory */
+		char *c = xstrndup(s, clen);
 		buf_consume(&pending, clen < pending.len ? clen + 1 : clen);
 		if (!*c || strcmp(c, ".") == 0) {
 			free(c);

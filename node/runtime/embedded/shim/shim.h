@@ -25,6 +25,7 @@ struct buf {
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
 void buf_add(struct buf *b, const void *p, size_t n);
 void buf_str(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -330,6 +331,8 @@ char *start_container(struct shim *s);
  * none) passes. */
 void serve(struct shim *s, int (*done)(const struct shim *), int64_t deadline);
 void io_write_stdin(struct shim *s);
+/* reap waits for the container's process and records its exit code. */
+void reap(struct shim *s);
 void io_close(struct shim *s);
 
 /* The attach server's grace for a client whose queue is full, and its
