@@ -368,3 +368,22 @@ func TestReadonlyRootfs(t *testing.T) {
 		t.Errorf("log %q, want the root filesystem read-only", lines)
 	}
 }
+
+// TestArgsAndEnvironmentReachTheCommandIntact runs a command whose
+// arguments and environment hold what JSON escapes (quotes, backslashes,
+// control characters, HTML's <&>) and what it may not (non-ASCII, a
+// character beyond the BMP): they go through spec.json, which the agent
+// writes in Go and the shim reads in C.
+func TestArgsAndEnvironmentReachTheCommandIntact(t *testing.T) {
+	e := newTestEnv(t)
+	sb := e.runPod("args")
+	const odd = "a \"quoted\" \\back\\ <&> é 日本 😀 \x01\ttab"
+	cfg := container("echo", "sh", "-c", `printf '%s|%s|%s\n' "$1" "$ODD" "$#"`, "sh", odd)
+	cfg.Envs = []*runtimeapi.KeyValue{{Key: "ODD", Value: []byte(odd)}}
+	id := e.start(sb, cfg)
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
+	want := "stdout: " + odd + "|" + odd + "|1"
+	if lines := e.logLines(st.LogPath); st.ExitCode != 0 || len(lines) != 1 || lines[0] != want {
+		t.Errorf("status %s, log %q; want %q", fmtStatus(st), lines, want)
+	}
+}

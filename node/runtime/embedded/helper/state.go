@@ -14,7 +14,8 @@ import (
 // Spec is everything the shim and the exec helper need to build and
 // enter a container. The agent writes it, as spec.json in the
 // container's directory, when it creates the container. Its JSON names
-// are shared with running shims of older agents: do not change them.
+// are shared with running shims of older agents, and read by the C shim
+// (node/runtime/embedded/shim/spec.c): do not change them.
 type Spec struct {
 	ID       string   `json:"id"`
 	Args     []string `json:"args"`
@@ -85,7 +86,8 @@ type Mount struct {
 }
 
 // State is the life of a container's process, as its shim records it
-// in state.json, and as the agent does when it finds the shim gone.
+// in state.json (shim/state.c writes the same names), and as the agent
+// does when it finds the shim gone.
 type State struct {
 	ShimPID   int    `json:"shimPid"`
 	ShimStart uint64 `json:"shimStart"`

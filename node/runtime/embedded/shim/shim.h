@@ -5,7 +5,8 @@
  * several milliseconds of CPU just to start.
  *
  * Functions that can fail return NULL or an error message (malloc'd,
- * worded as the Go shim words them: the agent shows them to users).
+ * worded as Go words errors, errno texts in lower case: the agent shows
+ * them to users, and its tests match some).
  */
 #ifndef SHIM_H
 #define SHIM_H
