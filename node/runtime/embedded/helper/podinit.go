@@ -53,12 +53,14 @@ func StartPodInit(binary, root, logPath string) (Process, error) {
 	// Reaped here while the caller runs; after it restarts, whoever
 	// adopted the process does.
 	go cmd.Wait()
-	start, err := ProcStartTime(cmd.Process.Pid)
-	if err == nil {
-		var b [1]byte
-		if _, err = io.ReadFull(readyR, b[:]); err != nil {
-			err = fmt.Errorf("it exited before it was ready (%v)%s; see %s", err, shimLogCause(logPath), logPath)
-		}
+	// Ready first: an init that said so lives until SIGKILL, so its
+	// start time can be read; one that exited may be a zombie or gone.
+	var b [1]byte
+	var start uint64
+	if _, err = io.ReadFull(readyR, b[:]); err != nil {
+		err = fmt.Errorf("it exited before it was ready (%v)%s; see %s", err, shimLogCause(logPath), logPath)
+	} else {
+		start, err = ProcStartTime(cmd.Process.Pid)
 	}
 	if err != nil {
 		cmd.Process.Kill()
