@@ -30,6 +30,7 @@ build: $(dir $(BIN))cairn-shim
 
 $(dir $(BIN))cairn-shim: $(SHIM_SRC) $(wildcard node/runtime/embedded/shim/*.h)
 	@mkdir -p $(dir $@)
+	@command -v $(CC) >/dev/null || { echo "make build needs a C compiler for the container shim: apt-get install gcc libc6-dev" >&2; exit 1; }
 	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC)
 
 vet:

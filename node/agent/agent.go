@@ -20,6 +20,7 @@ import (
 
 	"cairn/node/kubelet"
 	"cairn/node/kubelet/server"
+	"cairn/node/runtime/embedded"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -127,6 +128,17 @@ func (c *Config) check() error {
 	switch c.Runtime {
 	case "", RuntimeEmbedded:
 		c.Runtime = RuntimeEmbedded
+		// Without its shim the embedded runtime starts no container:
+		// better to say so now than to leave every pod failing.
+		if c.ShimBinary == "" {
+			c.ShimBinary = embedded.FindShim()
+		}
+		if c.ShimBinary == "" {
+			return fmt.Errorf("agent: %w", embedded.ErrNoShim)
+		}
+		if fi, err := os.Stat(c.ShimBinary); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("agent: the container shim %s is not an executable file (%v): build it with `make build`, or name the right one", c.ShimBinary, err)
+		}
 	case RuntimeCRI:
 		if c.CNIConfDir == "" {
 			c.CNIConfDir = DefaultCNIConfDir

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,5 +60,35 @@ func TestParseTaints(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAnAgentWithoutItsShimSaysHowToGetOne: on the embedded runtime the
+// agent refuses to start without a container shim it can run, rather
+// than register a node where every container fails.
+func TestAnAgentWithoutItsShimSaysHowToGetOne(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "cairn-shim")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, shim := range []string{filepath.Join(dir, "missing"), notExec, dir} {
+		cfg := Config{NodeName: "n1", DataDir: dir, ShimBinary: shim}
+		err := cfg.check()
+		if err == nil || !strings.Contains(err.Error(), shim) || !strings.Contains(err.Error(), "make build") {
+			t.Errorf("check with shim %s: %v, want an error naming it and saying how to build one", shim, err)
+		}
+	}
+	ok := filepath.Join(dir, "ok-shim")
+	if err := os.WriteFile(ok, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{NodeName: "n1", DataDir: dir, ShimBinary: ok}
+	if err := cfg.check(); err != nil {
+		t.Errorf("check with an executable shim: %v", err)
+	}
+	cfg = Config{NodeName: "n1", DataDir: dir, Runtime: RuntimeCRI, ShimBinary: filepath.Join(dir, "missing")}
+	if err := cfg.check(); err != nil {
+		t.Errorf("check on the CRI runtime, which needs no shim: %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return nil, errors.New("embedded: CreateContainer needs a config with metadata and an image")
 	}
 	if r.cfg.ShimBinary == "" {
-		return nil, fmt.Errorf("embedded: %w", errNoShim)
+		return nil, fmt.Errorf("embedded: %w", ErrNoShim)
 	}
 	id := newID()
 	dir := r.containerDir(id)

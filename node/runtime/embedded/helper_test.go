@@ -72,7 +72,7 @@ func TestCreatingAContainerWithoutTheShimSaysHowToGetIt(t *testing.T) {
 	_, err := e.rt.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sb, Config: container("c", "true"), SandboxConfig: e.podConfig("noshim"),
 	})
-	if !errors.Is(err, errNoShim) || !strings.Contains(err.Error(), "make build") {
-		t.Errorf("CreateContainer without the shim: %v, want %v", err, errNoShim)
+	if !errors.Is(err, ErrNoShim) || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("CreateContainer without the shim: %v, want %v", err, ErrNoShim)
 	}
 }

@@ -21,8 +21,12 @@ const HelperName = "cairn-helper"
 // cost each start several milliseconds of CPU just to start.
 const ShimName = "cairn-shim"
 
-// errNoShim is the error of a container start without the shim.
-var errNoShim = errors.New("the container shim " + ShimName + " is missing: build it with `make build` and install it beside the agent's binary")
+// ErrNoShim is the error of a container start, or of an agent's, without
+// the shim.
+var ErrNoShim = errors.New("the container shim " + ShimName + " is missing: build it with `make build` and install it beside the agent's binary")
+
+// FindShim returns the shim beside the running executable, or "".
+func FindShim() string { return besideExecutable(ShimName) }
 
 // besideExecutable returns the executable file name next to the running
 // executable (installed and built together, so of the same version), or

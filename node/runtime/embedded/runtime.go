@@ -103,7 +103,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.HelperBinary = findHelper()
 	}
 	if cfg.ShimBinary == "" {
-		cfg.ShimBinary = besideExecutable(ShimName)
+		cfg.ShimBinary = FindShim()
 	}
 	if cfg.NetNSDir == "" {
 		node := cfg.NodeName
