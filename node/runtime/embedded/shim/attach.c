@@ -124,10 +124,33 @@ static int wants(const struct client *c, enum frame_kind kind)
 	return kind == FRAME_STDOUT ? c->want_stdout : kind == FRAME_STDERR ? c->want_stderr : 1;
 }
 
+/* input_ended is the end of an attached client's input: with StdinOnce,
+ * it closes the container's stdin for good. A pipe is closed; a
+ * terminal, which cannot be closed without hanging up the process, gets
+ * ^D, which a shell or cat in canonical mode takes as end of file at the
+ * start of a line. Input queued before goes first. */
+static void input_ended(struct shim *s)
+{
+	if (s->in < 0 || !s->sp.stdin_once || s->in_closed)
+		return;
+	s->in_closed = 1;
+	if (s->term < 0) {
+		s->close_in = 1;
+	} else {
+		char eot = EOT;
+		buf_add(&s->inq, &eot, 1);
+	}
+	io_write_stdin(s);
+}
+
 /* attach_drop disconnects a client at once, dropping the output it has
- * not taken. */
+ * not taken. An input it had not closed ends all the same, whether the
+ * client hung up or was dropped for its slowness or a failed write: with
+ * StdinOnce, the container's stdin would otherwise never close. */
 void attach_drop(struct shim *s, struct client *c)
 {
+	if (c->stdin_open)
+		input_ended(s);
 	for (struct client **p = &s->clients; *p; p = &(*p)->next) {
 		if (*p == c) {
 			*p = c->next;
@@ -156,7 +179,7 @@ static void reply(struct shim *s, struct client *c, const char *error)
 	}
 	/* A fresh socket's buffer takes a line: a client that did not read
 	 * it has gone anyway. */
-	if (write(c->fd, b.p, b.len) < 0) {
+	if (send(c->fd, b.p, b.len, MSG_NOSIGNAL) < 0) {
 		/* Nothing to tell it with. */
 	}
 	free(b.p);
@@ -167,8 +190,14 @@ void attach_accept(struct shim *s)
 {
 	for (;;) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* The connection stays queued, and the socket readable:
+			 * polled at once, it would spin the loop. */
+			s->accept_after = now_ns() + ACCEPT_PAUSE;
+			return;
+		}
 		if (fd < 0)
-			return; /* EAGAIN, or out of descriptors until a client goes */
+			return; /* EAGAIN, or a connection aborted */
 		struct client *c = xmalloc(sizeof *c);
 		memset(c, 0, sizeof *c);
 		c->fd = fd;
@@ -195,6 +224,7 @@ static char *parse_header(struct client *c, const char *line, size_t n)
 	for (size_t i = 0; !err && h.t == J_OBJ && i < sizeof fields / sizeof fields[0]; i++)
 		if ((f = json_get(&h, fields[i].name)))
 			err = json_bool(f, fields[i].name, fields[i].field);
+	json_free(&h);
 	return err;
 }
 
@@ -274,25 +304,6 @@ static int input(struct shim *s, const char *p, size_t n)
 	return 1;
 }
 
-/* input_ended is the end of an attached client's input: with StdinOnce,
- * it closes the container's stdin for good. A pipe is closed; a
- * terminal, which cannot be closed without hanging up the process, gets
- * ^D, which a shell or cat in canonical mode takes as end of file at the
- * start of a line. Input queued before goes first. */
-static void input_ended(struct shim *s)
-{
-	if (s->in < 0 || !s->sp.stdin_once || s->in_closed)
-		return;
-	s->in_closed = 1;
-	if (s->term < 0) {
-		s->close_in = 1;
-	} else {
-		char eot = EOT;
-		buf_add(&s->inq, &eot, 1);
-	}
-	io_write_stdin(s);
-}
-
 static void resize(struct shim *s, const char *p, size_t n)
 {
 	struct jval v;
@@ -309,6 +320,7 @@ static void resize(struct shim *s, const char *p, size_t n)
 			/* A terminal hung up by the container's exit. */
 		}
 	}
+	json_free(&v);
 	free(err);
 }
 
@@ -321,15 +333,6 @@ int attach_has_frame(const struct client *c)
 	return n > MAX_FRAME_DATA || c->in.len >= FRAME_HEADER + n;
 }
 
-/* client_gone ends a client whose connection ended or broke: an input
- * not closed was ended all the same. */
-static void client_gone(struct shim *s, struct client *c)
-{
-	if (c->stdin_open)
-		input_ended(s);
-	attach_drop(s, c);
-}
-
 void attach_handle(struct shim *s, struct client *c)
 {
 	if (!c->attached && !handshake(s, c))
@@ -338,7 +341,7 @@ void attach_handle(struct shim *s, struct client *c)
 		const unsigned char *h = (const unsigned char *)c->in.p;
 		size_t n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
 		if (n > MAX_FRAME_DATA) {
-			client_gone(s, c);
+			attach_drop(s, c);
 			return;
 		}
 		const char *data = c->in.p + FRAME_HEADER;
@@ -377,7 +380,7 @@ void attach_read(struct shim *s, struct client *c)
 			break;
 		if (n <= 0) {
 			if (c->attached)
-				client_gone(s, c);
+				attach_drop(s, c);
 			else
 				reply(s, c, "helper: malformed attach header");
 			return;
@@ -393,7 +396,8 @@ void attach_write(struct shim *s, struct client *c)
 {
 	while (c->queued > 0) {
 		struct frame *f = c->queue[c->head];
-		ssize_t n = write(c->fd, f->data + c->sent, f->len - c->sent);
+		/* No SIGPIPE from a client gone, even if it was not ignored. */
+		ssize_t n = send(c->fd, f->data + c->sent, f->len - c->sent, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)

@@ -51,12 +51,16 @@ char *xstrndup(const char *s, size_t n)
 	return c;
 }
 
+/* buf_reserve makes room for n more bytes and buf_cstr's NUL. */
 static void buf_reserve(struct buf *b, size_t n)
 {
-	if (n <= b->cap - b->len && b->p)
+	if (n >= SIZE_MAX - b->len)
+		out_of_memory();
+	size_t need = b->len + n + 1;
+	if (need <= b->cap)
 		return;
 	size_t cap = b->cap ? b->cap : 64;
-	while (cap - b->len < n + 1) {
+	while (cap < need) {
 		if (cap > SIZE_MAX / 2)
 			out_of_memory();
 		cap *= 2;

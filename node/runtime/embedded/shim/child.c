@@ -50,6 +50,17 @@ static long sys(long nr, long a, long b, long c, long d, long e)
 	return syscall(nr, a, b, c, d, e) < 0 ? errno : 0;
 }
 
+/* set_ids sets the real, effective and saved IDs of setresuid or
+ * setresgid (nr) to id. The kernel takes an ID of -1 as "leave it as it
+ * is", which would leave the command root: it is refused as the kernel
+ * refuses an ID it cannot map. */
+static long set_ids(long nr, uint32_t id)
+{
+	if (id == UINT32_MAX)
+		return EINVAL;
+	return sys(nr, id, id, id, 0, 0);
+}
+
 /* kernel_sigaction is the kernel's struct sigaction, for SIG_DFL. */
 struct kernel_sigaction {
 	void *handler;
@@ -158,9 +169,9 @@ int child_main(void *arg)
 	/* Credentials last: after them the child may no longer mount. */
 	if ((e = sys(SYS_setgroups, (long)p->ngroups, (long)p->groups, 0, 0, 0)))
 		return fail(p, STEP_GROUPS, 0, e);
-	if ((e = sys(SYS_setresgid, p->gid, p->gid, p->gid, 0, 0)))
+	if ((e = set_ids(SYS_setresgid, p->gid)))
 		return fail(p, STEP_GID, 0, e);
-	if ((e = sys(SYS_setresuid, p->uid, p->uid, p->uid, 0, 0)))
+	if ((e = set_ids(SYS_setresuid, p->uid)))
 		return fail(p, STEP_UID, 0, e);
 	e = sys(SYS_execve, (long)p->path, (long)p->argv, (long)p->envp, 0, 0);
 	return fail(p, STEP_EXEC, 0, e);

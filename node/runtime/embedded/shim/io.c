@@ -138,9 +138,11 @@ static void add(struct pollset *ps, int fd, short events, enum source src, void 
 }
 
 /* next_deadline is the earliest time the loop must wake at. */
-static int64_t next_deadline(const struct shim *s, int64_t deadline)
+static int64_t next_deadline(const struct shim *s, int64_t deadline, int64_t now)
 {
 	int64_t next = deadline;
+	if (s->listen_fd >= 0 && s->accept_after > now && (!next || s->accept_after < next))
+		next = s->accept_after;
 	for (size_t i = 0; i < s->nout; i++)
 		if (s->out[i].pending && (!next || s->out[i].pending_since + ATTACH_GRACE < next))
 			next = s->out[i].pending_since + ATTACH_GRACE;
@@ -150,14 +152,14 @@ static int64_t next_deadline(const struct shim *s, int64_t deadline)
 	return next;
 }
 
-static void gather(struct shim *s, struct pollset *ps)
+static void gather(struct shim *s, struct pollset *ps, int64_t now)
 {
 	ps->n = 0;
 	if (s->pidfd >= 0)
 		add(ps, s->pidfd, POLLIN, SRC_PROC, NULL);
 	if (s->usr1_fd >= 0)
 		add(ps, s->usr1_fd, POLLIN, SRC_USR1, NULL);
-	if (s->listen_fd >= 0)
+	if (s->listen_fd >= 0 && now >= s->accept_after)
 		add(ps, s->listen_fd, POLLIN, SRC_LISTEN, NULL);
 	for (size_t i = 0; i < s->nout; i++)
 		if (s->out[i].fd >= 0 && !s->out[i].pending)
@@ -228,8 +230,8 @@ void serve(struct shim *s, int (*done)(const struct shim *), int64_t deadline)
 			if (attach_has_frame(c))
 				attach_handle(s, c);
 		}
-		gather(s, &ps);
-		int64_t wake = next_deadline(s, deadline);
+		gather(s, &ps, now);
+		int64_t wake = next_deadline(s, deadline, now);
 		int timeout = -1;
 		if (wake)
 			timeout = wake <= now ? 0 : (int)((wake - now) / 1000000 + 1);

@@ -279,14 +279,35 @@ char *json_parse(const char *text, size_t len, struct jval *out)
 	struct parser ps = {text, text + len, text};
 	memset(out, 0, sizeof *out);
 	char *err = parse_value(&ps, out, 0);
+	if (!err) {
+		skip_space(&ps);
+		if (ps.p != ps.end)
+			err = perr(&ps, "data after the top-level value");
+	}
 	if (err)
-		return err;
-	skip_space(&ps);
-	if (ps.p != ps.end)
-		return perr(&ps, "data after the top-level value");
-	return NULL;
+		json_free(out);
+	return err;
 }
 
+/* json_free frees a tree, also one a failed parse left half made: its
+ * counts cover only the members made. */
+void json_free(struct jval *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		json_free(&v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->s);
+	free(v->items);
+	free(v->keys);
+	memset(v, 0, sizeof *v);
+}
+
+/* json_get matches names exactly, where Go's encoding/json also takes
+ * them in other cases: what the shim reads, the Go side wrote with its
+ * own struct tags. Of duplicate names the last wins, as in Go. Members of
+ * other names are parsed, so checked, and ignored. */
 const struct jval *json_get(const struct jval *obj, const char *name)
 {
 	if (obj->t != J_OBJ)

@@ -148,7 +148,9 @@ char *look_path(const char *name, const struct strv *env, char **out)
 	for (size_t i = 0; i < env->n; i++)
 		if (has_prefix(env->v[i], "PATH="))
 			path = env->v[i] + 5;
-	for (const char *d = path; *path;) {
+	/* d is the entry looked at, NULL past the last; an empty entry is
+	 * ".", as in Go, and an empty PATH has none. */
+	for (const char *d = *path ? path : NULL; d;) {
 		size_t n = strcspn(d, ":");
 		char *dir = n ? xstrndup(d, n) : xstrdup(".");
 		char *p = path_join(dir, name);
@@ -159,13 +161,13 @@ char *look_path(const char *name, const struct strv *env, char **out)
 			return NULL;
 		}
 		free(p);
-		if (!d[n])
-			break;
-		d += n + 1;
+		d = d[n] ? d + n + 1 : NULL;
 	}
 	struct buf quoted = {0};
 	json_escape(&quoted, name);
-	return errf("exec: %s: executable file not found in $PATH", buf_cstr(&quoted));
+	char *err = errf("exec: %s: executable file not found in $PATH", buf_cstr(&quoted));
+	free(quoted.p);
+	return err;
 }
 
 /* enter_container does everything before the fork, on the setup
@@ -202,8 +204,11 @@ static char *enter_container(const struct launch *l)
 		err = errf("setting no_new_privs: %s", estr(errno));
 	if (!err)
 		err = pivot_into(root);
-	if (!err && sp->readonly_rootfs && mount("", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
-		err = errf("making the root filesystem read-only: %s", estr(errno));
+	if (!err && sp->readonly_rootfs && (err = remount_readonly("/", "/"))) {
+		char *wrapped = errf("making the root filesystem read-only: %s", err);
+		free(err);
+		err = wrapped;
+	}
 	free(root);
 	return err;
 }

@@ -56,10 +56,14 @@ static char *read_ignored_signals(void)
 
 static char *ignore_signals(void)
 {
-	struct sigaction sa = {.sa_handler = SIG_IGN};
+	struct sigaction sa = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
 	for (size_t i = 0; i < sizeof shim_ignored / sizeof shim_ignored[0]; i++)
 		if (sigaction(shim_ignored[i], &sa, NULL) < 0)
 			return errf("ignoring %s: %s", sigstr(shim_ignored[i]), estr(errno));
+	/* An ignored SIGCHLD, inherited ignored as exec keeps it, has the
+	 * kernel reap the container's process: its exit code would be lost. */
+	if (sigaction(SIGCHLD, &dfl, NULL) < 0)
+		return errf("handling %s: %s", sigstr(SIGCHLD), estr(errno));
 	return NULL;
 }
 
@@ -250,8 +254,12 @@ int main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 	static struct shim s;
 	s.dir = argv[2];
-	/* The report pipe, inherited, is the shim's alone. */
+	/* The report pipe, inherited, is the shim's alone. Whatever else the
+	 * agent inherited without close-on-exec came along too, and would
+	 * stay open as long as the container runs (a supervisor's pipe would
+	 * never see its end): closed, where the kernel has the call (5.9). */
 	s.report_fd = fcntl(3, F_SETFD, FD_CLOEXEC) == 0 ? 3 : -1;
+	syscall(SYS_close_range, 4, ~0U, 0);
 	s.pidfd = s.listen_fd = s.usr1_fd = s.in = s.term = -1;
 	s.out[0].fd = s.out[1].fd = -1;
 	return run(&s);

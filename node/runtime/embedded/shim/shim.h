@@ -65,7 +65,9 @@ struct jval {
 	size_t n;
 };
 
+/* json_parse leaves nothing to free when it fails. */
 char *json_parse(const char *text, size_t len, struct jval *out);
+void json_free(struct jval *v);
 /* json_get returns an object's last member of name, or NULL. */
 const struct jval *json_get(const struct jval *obj, const char *name);
 char *json_bool(const struct jval *v, const char *name, int *out);
@@ -157,8 +159,9 @@ char *cgroup_kill_all(const struct cgroup_paths *cg, int timeout_ms);
 /* mounts.c: the container's filesystem. */
 
 char *setup_rootfs(const char *dir, const char *root, const struct spec *sp);
-char *remount_readonly(const char *target);
-char *resolve_in(const char *root, const char *p, char **out);
+/* remount_readonly makes the bind mount at path read-only; name is the
+ * path errors give. */
+char *remount_readonly(const char *path, const char *name);
 
 /* launch.c: the container's first process. */
 
@@ -297,6 +300,9 @@ struct shim {
 	 * close_in closes the pipe once inq is written. */
 	int in_closed, close_in;
 	int listen_fd;
+	/* accept_after is when to take clients again after the shim ran
+	 * out of descriptors (see ACCEPT_PAUSE). */
+	int64_t accept_after;
 	/* usr1_fd is a signalfd of SIGUSR1, which reopens the log when
 	 * there is no attach socket to ask on; -1 otherwise. */
 	int usr1_fd;
@@ -340,5 +346,8 @@ void io_close(struct shim *s);
  * bound on a handshake, in nanoseconds. */
 #define ATTACH_GRACE (250 * 1000000LL)
 #define ATTACH_HANDSHAKE (10 * 1000000000LL)
+/* ACCEPT_PAUSE is how long the shim takes no client once out of
+ * descriptors, in nanoseconds. */
+#define ACCEPT_PAUSE (100 * 1000000LL)
 
 #endif
