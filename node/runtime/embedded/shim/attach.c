@@ -170,13 +170,10 @@ void attach_drop(struct shim *s, struct client *c)
 static void reply(struct shim *s, struct client *c, const char *error)
 {
 	struct buf b = {0};
-	if (error) {
-		buf_str(&b, "{\"error\":");
-		json_escape(&b, error);
-		buf_str(&b, "}\n");
-	} else {
+	if (error)
+		json_error_line(&b, error);
+	else
 		buf_str(&b, "{}\n");
-	}
 	/* A fresh socket's buffer takes a line: a client that did not read
 	 * it has gone anyway. */
 	if (send(c->fd, b.p, b.len, MSG_NOSIGNAL) < 0) {

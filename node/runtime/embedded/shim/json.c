@@ -396,3 +396,10 @@ void json_escape(struct buf *b, const char *s)
 	}
 	buf_add(b, "\"", 1);
 }
+
+void json_error_line(struct buf *b, const char *error)
+{
+	buf_str(b, "{\"error\":");
+	json_escape(b, error);
+	buf_str(b, "}\n");
+}

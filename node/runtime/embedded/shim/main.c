@@ -73,13 +73,10 @@ static void send_report(struct shim *s, const char *error)
 	if (s->report_fd < 0)
 		return;
 	struct buf b = {0};
-	if (error) {
-		buf_str(&b, "{\"error\":");
-		json_escape(&b, error);
-		buf_str(&b, "}\n");
-	} else {
+	if (error)
+		json_error_line(&b, error);
+	else
 		buf_printf(&b, "{\"pid\":%d}\n", s->pid);
-	}
 	if (write_all(s->report_fd, b.p, b.len) < 0)
 		dprintf(2, "shim: sending the report: %s\n", estr(errno));
 	close(s->report_fd);

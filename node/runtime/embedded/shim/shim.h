@@ -75,6 +75,8 @@ char *json_str(const struct jval *v, const char *name, char **out);
 char *json_int(const struct jval *v, const char *name, int64_t min, int64_t max, int64_t *out);
 char *json_uint(const struct jval *v, const char *name, uint64_t max, uint64_t *out);
 void json_escape(struct buf *b, const char *s);
+/* json_error_line adds the agent's one-line error answer, {"error":...}. */
+void json_error_line(struct buf *b, const char *error);
 
 /* spec.c: the container's spec.json. */
 
