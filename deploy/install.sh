@@ -11,7 +11,8 @@ usage() {
 Usage: install.sh [--bin FILE] [--prefix DIR] [--destdir DIR]
 
   --bin FILE     the cairn binary to install (default: bin/cairn of the
-                 checkout, or the cairn next to deploy/ in a release)
+                 checkout, or the cairn next to deploy/ in a release);
+                 cairn-shim and cairn-helper are taken from beside it
   --prefix DIR   where the binary goes: DIR/bin/cairn (default /usr/local);
                  the units' ExecStart follows it
   --destdir DIR  install under DIR instead of / (also: DESTDIR=DIR), to
@@ -19,6 +20,7 @@ Usage: install.sh [--bin FILE] [--prefix DIR] [--destdir DIR]
 
 Installs:
   PREFIX/bin/cairn                              0755, replaced when it differs
+  PREFIX/bin/cairn-{shim,helper}                0755, likewise (the agent's)
   /etc/systemd/system/cairn-{server,agent}.service  0644, replaced
   /etc/cairn/                                   0755
   /etc/cairn/{cluster.env,server1..4.yaml,agent.yaml}  0644, only when missing

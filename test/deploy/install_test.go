@@ -160,6 +160,42 @@ func TestInstallScriptLaysOutAMachine(t *testing.T) {
 		}
 	})
 
+	t.Run("the agent's shim and helper come from beside the binary", func(t *testing.T) {
+		root := t.TempDir()
+		bin := fakeCairn(t, "v1")
+		for _, name := range []string{"cairn-shim", "cairn-helper"} {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(bin), name), []byte("#!/bin/sh\n# "+name+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out, err := install(t, nil, "--destdir", root, "--bin", bin); err != nil {
+			t.Fatalf("install.sh: %v\n%s", err, out)
+		}
+		for _, name := range []string{"cairn-shim", "cairn-helper"} {
+			got := filepath.Join(root, "usr/local/bin", name)
+			if readFileString(t, got) != readFileString(t, filepath.Join(filepath.Dir(bin), name)) {
+				t.Errorf("%s was not installed beside cairn", name)
+			}
+			if fi, err := os.Stat(got); err != nil || fi.Mode().Perm() != 0o755 {
+				t.Errorf("%s: %v, want mode 0755", name, err)
+			}
+		}
+		// A release without them leaves none of another version behind,
+		// and says what the agent lacks.
+		out, err := install(t, nil, "--destdir", root, "--bin", fakeCairn(t, "v2"))
+		if err != nil {
+			t.Fatalf("install.sh: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "no cairn-shim next to") || !strings.Contains(out, "cannot start containers") {
+			t.Errorf("install.sh without a shim does not warn that the agent cannot start containers:\n%s", out)
+		}
+		for _, name := range []string{"cairn-shim", "cairn-helper"} {
+			if _, err := os.Stat(filepath.Join(root, "usr/local/bin", name)); !os.IsNotExist(err) {
+				t.Errorf("%s of the older release was kept: %v", name, err)
+			}
+		}
+	})
+
 	refusals := []struct {
 		name string
 		args func(root string) []string

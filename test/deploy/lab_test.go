@@ -90,6 +90,15 @@ func newLab(t *testing.T) *lab {
 		mustLink(t, filepath.Join(l.repo, d), filepath.Join(l.checkout, d), true)
 	}
 	mustLink(t, l.bin, filepath.Join(l.checkout, "bin", "cairn"), true)
+	// The release ships the agent's shim and helper beside cairn, as
+	// make build leaves them, for install.sh to install.
+	for _, name := range []string{"cairn-shim", "cairn-helper"} {
+		src := filepath.Join(filepath.Dir(l.bin), name)
+		if _, err := os.Stat(src); err != nil {
+			t.Fatalf("lab: no %s beside %s (make build makes it): %v", name, l.bin, err)
+		}
+		mustLink(t, src, filepath.Join(l.checkout, "bin", name), true)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,13 @@ func runTests(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "deploy: building cairn: %v\n%s", err, out)
 		return 1
 	}
-	// Beside the agent, as make build puts it.
+	// Beside the agent, as make build puts them.
+	helper := exec.Command(goTool, "build", "-o", filepath.Join(dir, "cairn-helper"), "cairn/cmd/cairn-helper")
+	helper.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := helper.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "deploy: building cairn-helper: %v\n%s", err, out)
+		return 1
+	}
 	if err := shimtest.Install(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "deploy:", err)
 		return 1
