@@ -103,12 +103,8 @@ static int mask_proc_paths(const struct child_plan *p)
 		e = sys(SYS_mount, (long)target, (long)target, (long)"", MS_BIND | MS_REC, 0);
 		if (!e)
 			e = sys(SYS_statfs, (long)target, (long)&sfs, 0, 0, 0);
-		if (!e) {
-			/* A read-only remount of a bind mount must keep the
-			 * flags of its source, or the kernel refuses it. */
-			long keep = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME;
-			e = sys(SYS_mount, (long)"", (long)target, (long)"", MS_BIND | MS_REMOUNT | MS_RDONLY | (sfs.f_flags & keep), 0);
-		}
+		if (!e)
+			e = sys(SYS_mount, (long)"", (long)target, (long)"", MS_BIND | MS_REMOUNT | MS_RDONLY | (sfs.f_flags & REMOUNT_KEEP), 0);
 		if (e)
 			return fail(p, STEP_READONLY, i, e);
 	}

@@ -204,11 +204,8 @@ static char *enter_container(const struct launch *l)
 		err = errf("setting no_new_privs: %s", estr(errno));
 	if (!err)
 		err = pivot_into(root);
-	if (!err && sp->readonly_rootfs && (err = remount_readonly("/", "/"))) {
-		char *wrapped = errf("making the root filesystem read-only: %s", err);
-		free(err);
-		err = wrapped;
-	}
+	if (!err && sp->readonly_rootfs)
+		err = remount_readonly("/", "the root filesystem");
 	free(root);
 	return err;
 }

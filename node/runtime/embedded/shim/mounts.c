@@ -346,11 +346,7 @@ char *remount_readonly(const char *path, const char *name)
 	struct statfs st;
 	if (statfs(path, &st) < 0)
 		return errf("statfs %s: %s", name, estr(errno));
-	/* A read-only remount of a bind mount sets all its flags: it must
-	 * keep those the source mount has (nosuid, nodev...), or the kernel
-	 * refuses it, or drops them. */
-	unsigned long keep = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME;
-	if (mount("", path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | ((unsigned long)st.f_flags & keep), NULL) < 0)
+	if (mount("", path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | ((unsigned long)st.f_flags & REMOUNT_KEEP), NULL) < 0)
 		return errf("remounting %s read-only: %s", name, estr(errno));
 	return NULL;
 }

@@ -164,6 +164,10 @@ char *setup_rootfs(const char *dir, const char *root, const struct spec *sp);
 /* remount_readonly makes the bind mount at path read-only; name is the
  * path errors give. */
 char *remount_readonly(const char *path, const char *name);
+/* REMOUNT_KEEP are the flags a read-only remount of a bind mount must
+ * repeat from its source mount (nosuid, nodev...), or the kernel refuses
+ * it or drops them. */
+#define REMOUNT_KEEP (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME)
 
 /* launch.c: the container's first process. */
 
