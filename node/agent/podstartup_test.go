@@ -61,6 +61,13 @@ const (
 //
 //	make build && go test ./node/agent -run '^$' -bench PodStartup -benchtime 1x
 //
+// To see where a run's time goes, profile only its measured window:
+// CAIRN_BENCH_CPUPROFILE=FILE and CAIRN_BENCH_TRACE=FILE write a Go CPU
+// profile and an execution trace of this process per run (FILE.r0,
+// FILE.r1...), and CAIRN_BENCH_PERF_CTL=FIFO enables a
+// `perf record -a --control fifo:FIFO -D -1` meanwhile, to see the
+// shims, the containers and the kernel too.
+//
 // The embedded runtime runs bin/cairn-shim and bin/cairn-helper, as an
 // installed agent does. It needs root, and Debian's containerd, runc and
 // CNI plugins for cri.
@@ -172,6 +179,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	rev0 := storeRevision(b, client)
+	stopProfiles := profileWindow(b, prefix)
 	cpu0, start := busyCPU(b), time.Now()
 	for range startupCreators {
 		wg.Add(1)
@@ -236,6 +244,7 @@ func measureStartup(b *testing.B, nodes []*testNode, prefix string, scheduled bo
 	}
 	wg.Wait()
 	cpu, span := busyCPU(b)-cpu0, time.Since(start)
+	stopProfiles()
 	b.StopTimer()
 	defer b.StartTimer()
 	since := func(seen map[string]time.Time) []time.Duration {

@@ -559,6 +559,7 @@ func (n *Network) Teardown() error {
 	if err := os.RemoveAll(n.ipam.dir); err != nil {
 		errs = append(errs, fmt.Errorf("network: %w", err))
 	}
+	n.ipam.reset()
 	if err := os.Remove(filepath.Join(n.cfg.StateDir, "podcidr")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("network: %w", err))
 	}
