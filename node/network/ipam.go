@@ -48,13 +48,21 @@ func (a *ipam) loadLocked() error {
 	if a.loaded {
 		return nil
 	}
+	return a.refreshLocked()
+}
+
+// refreshLocked reads the directory into the cache again, and the last
+// address handed out the first time. a.mu is held.
+func (a *ipam) refreshLocked() error {
 	if err := a.readLocked(); err != nil {
 		return err
 	}
-	if raw, err := os.ReadFile(filepath.Join(a.dir, "last")); err == nil {
-		a.last, _ = netip.ParseAddr(strings.TrimSpace(string(raw)))
+	if !a.loaded {
+		if raw, err := os.ReadFile(filepath.Join(a.dir, "last")); err == nil {
+			a.last, _ = netip.ParseAddr(strings.TrimSpace(string(raw)))
+		}
+		a.loaded = true
 	}
-	a.loaded = true
 	return nil
 }
 
@@ -94,10 +102,9 @@ func (a *ipam) readLocked() error {
 func (a *ipam) allocations() (map[netip.Addr]string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.readLocked(); err != nil {
+	if err := a.refreshLocked(); err != nil {
 		return nil, err
 	}
-	a.loaded = true
 	return maps.Clone(a.owners), nil
 }
 
@@ -232,10 +239,9 @@ func (a *ipam) release(owner string) error {
 func (a *ipam) releaseIf(match func(owner string) bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.readLocked(); err != nil {
+	if err := a.refreshLocked(); err != nil {
 		return err
 	}
-	a.loaded = true
 	return a.removeLocked(match)
 }
 

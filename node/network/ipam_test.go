@@ -124,9 +124,13 @@ func TestIPAMContinuesAfterTheLastAddressAcrossRestarts(t *testing.T) {
 	if err := a.release("a"); err != nil {
 		t.Fatal(err)
 	}
-	// A new agent on the same directory hands out 10.1.0.5, not the
-	// address a released: "last" is read back, padding and all.
+	// A new agent on the same directory first frees the addresses of
+	// sandboxes gone meanwhile, then hands out 10.1.0.5, not the address
+	// a released: "last" is read back, padding and all.
 	restarted := ipam{dir: dir}
+	if err := restarted.releaseIf(func(owner string) bool { return owner == "gone" }); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := restarted.allocate(prefix, "d"); err != nil || got.String() != "10.1.0.5" {
 		t.Errorf("allocate d after a restart = %v, %v; want 10.1.0.5", got, err)
 	}
