@@ -18,8 +18,11 @@ all: build
 # cairn-shim, cairn-helper and cairn-demo are static: they start for every
 # container (shim), exec and shared PID namespace (helper) and as the demo
 # image's program, without a dynamic loader's start-up. The shim is C
-# (node/runtime/embedded/shim; shimtest.CFlags builds it alike for tests).
+# (node/runtime/embedded/shim; shimtest builds it alike for tests), built
+# with musl-gcc when there is one (apt-get install musl-tools): its static
+# binaries start in half the time of glibc's. SHIM_CC picks another.
 CC        ?= cc
+SHIM_CC   ?= $(shell command -v musl-gcc 2>/dev/null || echo $(CC))
 SHIM_SRC  := $(wildcard node/runtime/embedded/shim/*.c)
 SHIM_CFLAGS := -O2 -static -Wall -Wextra -Werror
 
@@ -30,8 +33,8 @@ build: $(dir $(BIN))cairn-shim
 
 $(dir $(BIN))cairn-shim: $(SHIM_SRC) $(wildcard node/runtime/embedded/shim/*.h)
 	@mkdir -p $(dir $@)
-	@command -v $(CC) >/dev/null || { echo "make build needs a C compiler for the container shim: apt-get install gcc libc6-dev" >&2; exit 1; }
-	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC)
+	@command -v $(SHIM_CC) >/dev/null || { echo "make build needs a C compiler for the container shim: apt-get install gcc libc6-dev musl-tools" >&2; exit 1; }
+	$(SHIM_CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC)
 
 vet:
 	$(GO) vet ./...

@@ -1,7 +1,6 @@
 /* Buffers, strings and paths, the few the shim needs of Go's. */
 #include "shim.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -123,37 +122,35 @@ char *errf(const char *fmt, ...)
 	return buf_cstr(&b);
 }
 
-/* lowered returns a copy of s with its first letter in lower case, as Go
- * words the messages of the C library. */
-static char *lowered(const char *s)
-{
-	char *c = xstrdup(s);
-	c[0] = (char)tolower((unsigned char)c[0]);
-	return c;
-}
+#include "goerrors.h"
 
+/* estr words errno e as Go does, whichever C library the shim is built
+ * with: the agent passes the shim's messages on as its own. */
 const char *estr(int e)
 {
-	/* Made once per errno: the shim reports a handful at most. */
-	static char *cache[256];
-	const char *desc = strerrordesc_np(e);
-	if (e < 0 || e >= 256 || !desc)
+	static char *unknown[256]; /* made once per errno */
+	size_t n = sizeof go_errnos / sizeof go_errnos[0];
+	if (e > 0 && (size_t)e < n && go_errnos[e])
+		return go_errnos[e];
+	if (e < 0 || e >= 256)
 		return "unknown error";
-	if (!cache[e])
-		cache[e] = lowered(desc);
-	return cache[e];
+	if (!unknown[e])
+		unknown[e] = errf("errno %d", e);
+	return unknown[e];
 }
 
+/* sigstr words signal sig as Go does. */
 const char *sigstr(int sig)
 {
-	static char *cache[65];
+	static char *numbered[65];
+	size_t n = sizeof go_signals / sizeof go_signals[0];
+	if (sig > 0 && (size_t)sig < n && go_signals[sig])
+		return go_signals[sig];
 	if (sig < 1 || sig > 64)
 		return "unknown signal";
-	if (!cache[sig]) {
-		const char *desc = sigdescr_np(sig);
-		cache[sig] = desc && sig < SIGRTMIN ? lowered(desc) : errf("signal %d", sig);
-	}
-	return cache[sig];
+	if (!numbered[sig])
+		numbered[sig] = errf("signal %d", sig);
+	return numbered[sig];
 }
 
 /* path_clean is Go's path.Clean. */

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +20,28 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef STATX_TYPE
+/* linux/stat.h's statx, for C libraries without it (musl before 1.2.5):
+ * the child calls the system call itself. */
+#define STATX_TYPE 0x1U
+struct statx_timestamp {
+	int64_t tv_sec;
+	uint32_t tv_nsec;
+	int32_t reserved;
+};
+struct statx {
+	uint32_t stx_mask, stx_blksize;
+	uint64_t stx_attributes;
+	uint32_t stx_nlink, stx_uid, stx_gid;
+	uint16_t stx_mode, spare0;
+	uint64_t stx_ino, stx_size, stx_blocks, stx_attributes_mask;
+	struct statx_timestamp stx_atime, stx_btime, stx_ctime, stx_mtime;
+	uint32_t stx_rdev_major, stx_rdev_minor, stx_dev_major, stx_dev_minor;
+	uint64_t spare2[14];
+};
+_Static_assert(sizeof(struct statx) == 256, "struct statx is the kernel's");
+#endif
 
 int reset_signals[64];
 size_t nreset_signals;

@@ -11,7 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
 #include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,9 +248,12 @@ int main(int argc, char **argv)
 			SHIM_COMMAND);
 		return 2;
 	}
+#ifdef __GLIBC__
 	/* The setup thread's allocations come from the main arena: a second
-	 * one would cost the start its own mapping and page faults. */
+	 * one would cost the start its own mapping and page faults. (musl's
+	 * malloc has one heap.) */
 	mallopt(M_ARENA_MAX, 1);
+#endif
 	static struct shim s;
 	s.dir = argv[2];
 	/* The report pipe, inherited, is the shim's alone. Whatever else the

@@ -16,6 +16,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* From linux/close_range.h, which a C library's headers need not carry. */
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
 /* buf.c: growable buffers, strings and paths. */
 
 struct buf {
