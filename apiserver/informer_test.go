@@ -399,7 +399,11 @@ func (e *informerEvents) count(ev string) int {
 // waitFor waits until every one of want has been recorded.
 func (e *informerEvents) waitFor(t *testing.T, want ...string) {
 	t.Helper()
-	timeout := time.After(15 * time.Second)
+	// After an API server restart an informer learns what it missed at
+	// its reflector's next retry. client-go waits 0.8 s after a first
+	// failure and doubles the wait after each one more, with up to as
+	// much again of jitter: the fifth wait in a row can be 25.6 s.
+	timeout := time.After(45 * time.Second)
 	for {
 		missing := ""
 		for _, w := range want {
